@@ -1,0 +1,115 @@
+//! Procedural macros for Courier. Use them through the `courier` crate
+//! (`#[courier::action]`), which re-exports them.
+
+use proc_macro::TokenStream;
+use proc_macro2::Span;
+use quote::{format_ident, quote};
+use syn::{FnArg, ItemFn, ReturnType, parse_macro_input, spanned::Spanned};
+
+/// Turns a free function into a Courier action: a unit struct of the same
+/// name that implements `courier::Action` and is registered on every locality.
+///
+/// See `courier::action` for the documentation.
+#[proc_macro_attribute]
+pub fn action(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        let msg = "#[courier::action] takes no arguments";
+        return syn::Error::new(Span::call_site(), msg)
+            .to_compile_error()
+            .into();
+    }
+    let function = parse_macro_input!(item as ItemFn);
+    match expand(function) {
+        Ok(tokens) => tokens.into(),
+        Err(err) => err.to_compile_error().into(),
+    }
+}
+
+fn expand(function: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
+    let sig = &function.sig;
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return Err(syn::Error::new(
+            sig.generics.span(),
+            "an action cannot be generic: every locality must agree on one concrete signature",
+        ));
+    }
+    if let Some(abi) = &sig.abi {
+        return Err(syn::Error::new(abi.span(), "an action cannot have an ABI"));
+    }
+    if let Some(variadic) = &sig.variadic {
+        return Err(syn::Error::new(
+            variadic.span(),
+            "an action cannot be variadic",
+        ));
+    }
+    let mut types = Vec::new();
+    for input in &sig.inputs {
+        match input {
+            FnArg::Receiver(receiver) => {
+                return Err(syn::Error::new(
+                    receiver.span(),
+                    "an action is a free function; it cannot take `self`",
+                ));
+            }
+            FnArg::Typed(pat) => types.push((*pat.ty).clone()),
+        }
+    }
+    let name = &sig.ident;
+    let name_str = name.to_string();
+    let vis = &function.vis;
+    let docs: Vec<_> = function
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    let other_attrs: Vec<_> = function
+        .attrs
+        .iter()
+        .filter(|a| !a.path().is_ident("doc"))
+        .collect();
+    let output = match &sig.output {
+        ReturnType::Default => quote!(()),
+        ReturnType::Type(_, ty) => quote!(#ty),
+    };
+    let args: Vec<_> = (0..types.len())
+        .map(|i| format_ident!("__courier_arg{}", i))
+        .collect();
+    let body_ident = format_ident!("__courier_body");
+    let mut body_sig = sig.clone();
+    body_sig.ident = body_ident.clone();
+    let block = &function.block;
+    let call = if sig.asyncness.is_some() {
+        quote!(#body_ident(#(#args),*))
+    } else {
+        quote!(async move { #body_ident(#(#args),*) })
+    };
+
+    Ok(quote! {
+        #(#docs)*
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug, Default)]
+        #vis struct #name;
+
+        impl ::courier::Action for #name {
+            type Args = (#(#types,)*);
+            type Output = #output;
+            const NAME: &'static str =
+                ::core::concat!(::core::module_path!(), "::", #name_str);
+
+            #[allow(clippy::unused_unit)]
+            fn invoke(
+                self,
+                args: Self::Args,
+            ) -> impl ::core::future::Future<Output = Self::Output> + ::core::marker::Send + 'static {
+                #(#other_attrs)*
+                #body_sig #block
+                let (#(#args,)*) = args;
+                #call
+            }
+        }
+
+        ::courier::__private::inventory::submit! {
+            ::courier::__private::ActionEntry::of::<#name>()
+        }
+    })
+}

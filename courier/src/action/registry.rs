@@ -1,0 +1,121 @@
+//! The table of every action in the binary, built once from the entries the
+//! `#[courier::action]` macro submits.
+
+use std::any::type_name;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
+
+use super::Action;
+use super::id::{ActionId, fnv1a};
+
+/// The future of a type-erased action: the encoded output.
+pub(crate) type ErasedOutput =
+    Pin<Box<dyn Future<Output = Result<Vec<u8>, postcard::Error>> + Send>>;
+
+type ErasedHandler = fn(&[u8]) -> Result<ErasedOutput, postcard::Error>;
+
+/// One registered action, type-erased. Created by the `#[courier::action]`
+/// macro through [`ActionEntry::of`]; not meant to be used directly.
+#[doc(hidden)]
+pub struct ActionEntry {
+    name: &'static str,
+    id: ActionId,
+    args_type: fn() -> &'static str,
+    output_type: fn() -> &'static str,
+    handler: ErasedHandler,
+}
+
+impl fmt::Debug for ActionEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ActionEntry")
+            .field("name", &self.name)
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ActionEntry {
+    /// The entry for action `A`.
+    pub const fn of<A: Action>() -> ActionEntry {
+        ActionEntry {
+            name: A::NAME,
+            id: A::ID,
+            args_type: type_name::<A::Args>,
+            output_type: type_name::<A::Output>,
+            handler: erased_handler::<A>,
+        }
+    }
+
+    /// The action's full path.
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Decodes `args` and starts the action; the future yields the encoded output.
+    pub(crate) fn start(&self, args: &[u8]) -> Result<ErasedOutput, postcard::Error> {
+        (self.handler)(args)
+    }
+}
+
+fn erased_handler<A: Action>(args: &[u8]) -> Result<ErasedOutput, postcard::Error> {
+    let args: A::Args = postcard::from_bytes(args)?;
+    let run = A::default().invoke(args);
+    Ok(Box::pin(async move {
+        let output = run.await;
+        postcard::to_allocvec(&output)
+    }))
+}
+
+inventory::collect!(ActionEntry);
+
+/// Every action of the binary by id, and a fingerprint of the whole set.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    by_id: FxHashMap<ActionId, &'static ActionEntry>,
+    fingerprint: u64,
+}
+
+impl Registry {
+    fn build() -> Registry {
+        let mut entries: Vec<&'static ActionEntry> = inventory::iter::<ActionEntry>().collect();
+        entries.sort_by_key(|e| e.name);
+        let mut by_id = FxHashMap::default();
+        // The fingerprint covers names and signatures, so a changed argument
+        // type is caught at connection time too.
+        let mut fingerprint = fnv1a(ActionId::of_name("courier-registry-v1").to_bits(), &[]);
+        for entry in entries {
+            if let Some(other) = by_id.insert(entry.id, entry) {
+                panic!(
+                    "actions `{}` and `{}` hash to the same id {}; rename one of them",
+                    other.name, entry.name, entry.id
+                );
+            }
+            for part in [entry.name, (entry.args_type)(), (entry.output_type)()] {
+                fingerprint = fnv1a(fingerprint, part.as_bytes());
+                fingerprint = fnv1a(fingerprint, &[0]);
+            }
+        }
+        Registry { by_id, fingerprint }
+    }
+
+    /// The action with this id, if this binary has it.
+    pub(crate) fn get(&self, id: ActionId) -> Option<&'static ActionEntry> {
+        self.by_id.get(&id).copied()
+    }
+
+    /// A hash of every action's name and signature. Localities that differ
+    /// here run different code and must not talk.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+}
+
+/// The registry of this binary, built on first use.
+pub(crate) fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(Registry::build)
+}

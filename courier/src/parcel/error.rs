@@ -1,0 +1,166 @@
+//! [`CallError`]: why a call produced no result.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::runtime::LocalityId;
+
+/// A failure reported by the locality that ran (or tried to run) an action.
+/// Travels in response parcels.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum RemoteError {
+    /// The handler panicked with this message.
+    Panicked(String),
+    /// The receiver has no action with this id.
+    UnknownAction { id: u64 },
+    /// The arguments did not decode as the action's parameter types.
+    BadArguments(String),
+    /// The output did not encode.
+    BadOutput(String),
+    /// A continuation's target locality was lost before the result could go on.
+    Forward { locality: u32, reason: String },
+}
+
+/// Why a call failed, without the call's identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    Remote(RemoteError),
+    PeerLost(String),
+    NoSuchLocality { count: u32 },
+    ShuttingDown,
+    EncodeArgs(String),
+    DecodeResult(String),
+}
+
+/// Why a call produced no result.
+///
+/// Returned by awaiting a [`CallFuture`](crate::CallFuture). Use the `is_*`
+/// predicates to tell the cases apart; [`Display`](fmt::Display) says which
+/// action, which locality and why.
+///
+/// # Examples
+///
+/// ```
+/// use courier::{Config, Transport};
+///
+/// #[courier::action]
+/// fn explode() -> u32 {
+///     panic!("boom")
+/// }
+///
+/// courier::launch(Config::new().localities(2).transport(Transport::Inproc), |rt| async move {
+///     let err = rt.call(rt.locality(1), explode, ()).await.unwrap_err();
+///     assert!(err.is_panic());
+///     assert_eq!(err.panic_message(), Some("boom"));
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallError {
+    action: &'static str,
+    locality: LocalityId,
+    failure: Failure,
+}
+
+impl CallError {
+    pub(crate) fn new(action: &'static str, locality: LocalityId, failure: Failure) -> Self {
+        CallError {
+            action,
+            locality,
+            failure,
+        }
+    }
+
+    /// The full path of the action that was called.
+    pub fn action(&self) -> &'static str {
+        self.action
+    }
+
+    /// The locality the call was sent to.
+    pub fn locality(&self) -> LocalityId {
+        self.locality
+    }
+
+    /// Whether the handler panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self.failure, Failure::Remote(RemoteError::Panicked(_)))
+    }
+
+    /// The handler's panic message, if it panicked with a string.
+    pub fn panic_message(&self) -> Option<&str> {
+        match &self.failure {
+            Failure::Remote(RemoteError::Panicked(msg)) => Some(msg),
+            _ => None,
+        }
+    }
+
+    /// Whether the receiver did not know the action (it runs another binary).
+    pub fn is_unknown_action(&self) -> bool {
+        matches!(
+            self.failure,
+            Failure::Remote(RemoteError::UnknownAction { .. })
+        )
+    }
+
+    /// Whether the connection to a locality involved in the call was lost.
+    pub fn is_peer_lost(&self) -> bool {
+        matches!(
+            self.failure,
+            Failure::PeerLost(_) | Failure::Remote(RemoteError::Forward { .. })
+        )
+    }
+
+    /// Whether arguments or results failed to encode or decode.
+    pub fn is_codec(&self) -> bool {
+        matches!(
+            self.failure,
+            Failure::EncodeArgs(_)
+                | Failure::DecodeResult(_)
+                | Failure::Remote(RemoteError::BadArguments(_) | RemoteError::BadOutput(_))
+        )
+    }
+
+    /// Whether the destination is not a locality of this job.
+    pub fn is_no_such_locality(&self) -> bool {
+        matches!(self.failure, Failure::NoSuchLocality { .. })
+    }
+
+    /// Whether the runtime was shutting down.
+    pub fn is_shutting_down(&self) -> bool {
+        matches!(self.failure, Failure::ShuttingDown)
+    }
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "call of `{}` on {} failed: ", self.action, self.locality)?;
+        match &self.failure {
+            Failure::Remote(RemoteError::Panicked(msg)) => write!(f, "the action panicked: {msg}"),
+            Failure::Remote(RemoteError::UnknownAction { id }) => write!(
+                f,
+                "the locality has no action with id {id:#018x} (is it running the same binary?)"
+            ),
+            Failure::Remote(RemoteError::BadArguments(e)) => {
+                write!(f, "the arguments did not decode there: {e}")
+            }
+            Failure::Remote(RemoteError::BadOutput(e)) => {
+                write!(f, "the result did not encode there: {e}")
+            }
+            Failure::Remote(RemoteError::Forward { locality, reason }) => write!(
+                f,
+                "its result could not be forwarded to the continuation on locality#{locality}: {reason}"
+            ),
+            Failure::PeerLost(reason) => write!(f, "the connection was lost: {reason}"),
+            Failure::NoSuchLocality { count } => {
+                write!(f, "no such locality (the job has {count})")
+            }
+            Failure::ShuttingDown => write!(f, "the runtime is shutting down"),
+            Failure::EncodeArgs(e) => write!(f, "the arguments did not encode: {e}"),
+            Failure::DecodeResult(e) => write!(f, "the result did not decode: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}

@@ -1,0 +1,26 @@
+//! Parcels: the active messages that carry calls and their results.
+//!
+//! - `codec`: the versioned wire format of frames and parcels.
+//! - `pending`: the table of calls waiting for their results, and
+//!   [`CallFuture`].
+//! - `error`: [`CallError`], why a call produced no result.
+//!
+//! The way of a parcel: [`Runtime::call`](crate::Runtime::call) registers a
+//! pending entry, encodes the arguments straight into a frame and hands it
+//! to the transport. The receiver decodes the frame on the thread driving
+//! its transport and spawns one task per call; the task runs the action and
+//! sends a response parcel back (or forwards the output to a continuation),
+//! and the response completes the pending entry, waking the caller.
+
+mod codec;
+mod error;
+mod pending;
+
+pub(crate) use codec::{
+    ActivityCounts, Caller, Control, FRAME_HEADROOM, FrameBody, FrameBuilder, Parcel, ReplyTo,
+    WIRE_VERSION, decode_frame, encode_control,
+};
+pub use error::CallError;
+pub(crate) use error::{Failure, RemoteError};
+pub use pending::CallFuture;
+pub(crate) use pending::PendingTable;

@@ -1,0 +1,337 @@
+//! The rendezvous where the localities of a TCP job learn each other's
+//! addresses, and the job secret.
+//!
+//! One party *serves* the rendezvous at `COURIER_ROOT`: locality 0 when the
+//! program launched itself (or was started by hand on several hosts), or the
+//! `courier run` launcher. Every other locality connects, presents the
+//! secret and its data address, and receives the table of all addresses
+//! once everyone has registered. Messages are postcard-encoded and prefixed
+//! with their `u32` length; the sockets are blocking, with timeouts.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::Error;
+use super::LocalityId;
+
+/// How long localities wait for each other at start-up.
+pub(crate) const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The per-job secret every connection must present.
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Secret([u8; 16]);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl Secret {
+    /// A fresh random secret from the operating system.
+    pub(crate) fn random() -> Result<Self, Error> {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| Error::startup(format!("no randomness for the job secret: {e}")))?;
+        Ok(Secret(bytes))
+    }
+
+    /// The secret as 32 hex digits, for `COURIER_SECRET`.
+    pub(crate) fn to_hex(self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Parses 32 hex digits.
+    pub(crate) fn from_hex(hex: &str) -> Result<Self, Error> {
+        let bad = || Error::Config("COURIER_SECRET must be 32 hex digits".into());
+        if hex.len() != 32 || !hex.is_ascii() {
+            return Err(bad());
+        }
+        let mut bytes = [0u8; 16];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+        }
+        Ok(Secret(bytes))
+    }
+
+    pub(crate) fn from_bytes(bytes: [u8; 16]) -> Self {
+        Secret(bytes)
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+
+    /// Compares in time independent of where the secrets differ.
+    pub(crate) fn matches(&self, other: &[u8; 16]) -> bool {
+        self.0
+            .iter()
+            .zip(other)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum Message {
+    Register {
+        secret: Secret,
+        rank: u32,
+        count: u32,
+        data_addr: SocketAddr,
+        pid: u32,
+    },
+    Table {
+        addrs: Vec<SocketAddr>,
+    },
+    Refused {
+        reason: String,
+    },
+}
+
+fn write_message(stream: &mut TcpStream, message: &Message) -> std::io::Result<()> {
+    let body = postcard::to_allocvec(message).map_err(std::io::Error::other)?;
+    let len = u32::try_from(body.len()).map_err(std::io::Error::other)?;
+    stream.write_all(&len.to_le_bytes())?;
+    stream.write_all(&body)?;
+    stream.flush()
+}
+
+/// Largest rendezvous message accepted: an address table of many localities.
+const MAX_MESSAGE: usize = 16 << 20;
+
+fn read_message(stream: &mut TcpStream) -> std::io::Result<Message> {
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len)?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_MESSAGE {
+        return Err(std::io::Error::other(format!(
+            "rendezvous message of {len} bytes"
+        )));
+    }
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body)?;
+    postcard::from_bytes(&body).map_err(std::io::Error::other)
+}
+
+/// Something to check while the rendezvous waits, such as the child
+/// processes that should register: an `Err` aborts the start-up.
+pub(crate) type Watch<'a> = &'a mut dyn FnMut() -> Result<(), String>;
+
+/// Serves the rendezvous of a job of `count` localities on `listener`. If
+/// `own` is given, the server is locality 0 with that data address and
+/// waits for ranks `1..count`; otherwise (a launcher) it waits for all.
+pub(crate) fn serve(
+    listener: &TcpListener,
+    count: u32,
+    secret: &Secret,
+    own: Option<SocketAddr>,
+    watch: Watch<'_>,
+) -> Result<Vec<SocketAddr>, Error> {
+    let io = |what: &str, e: std::io::Error| Error::startup(format!("rendezvous: {what}: {e}"));
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| io("set_nonblocking", e))?;
+    let mut addrs: Vec<Option<SocketAddr>> = vec![None; count as usize];
+    let mut streams = Vec::new();
+    if let Some(own) = own {
+        addrs[0] = Some(own);
+    }
+    let deadline = Instant::now() + STARTUP_TIMEOUT;
+    while addrs.iter().any(Option::is_none) {
+        watch().map_err(Error::Startup)?;
+        if Instant::now() > deadline {
+            let missing: Vec<String> = (0..count)
+                .filter(|r| addrs[*r as usize].is_none())
+                .map(|r| LocalityId::new(r).to_string())
+                .collect();
+            return Err(Error::startup(format!(
+                "{} did not join within {STARTUP_TIMEOUT:?}",
+                missing.join(", ")
+            )));
+        }
+        let (mut stream, from) = match listener.accept() {
+            Ok(accepted) => accepted,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(2));
+                continue;
+            }
+            Err(e) => return Err(io("accept", e)),
+        };
+        let registered = stream
+            .set_nonblocking(false)
+            .and_then(|()| stream.set_read_timeout(Some(Duration::from_secs(10))))
+            .and_then(|()| read_message(&mut stream));
+        let Ok(Message::Register {
+            secret: theirs,
+            rank,
+            count: their_count,
+            data_addr,
+            pid,
+        }) = registered
+        else {
+            eprintln!(
+                "courier: rendezvous: ignored a connection from {from} that did not register"
+            );
+            continue;
+        };
+        if !secret.matches(theirs.as_bytes()) {
+            eprintln!("courier: rendezvous: rejected a connection from {from}: wrong job secret");
+            continue;
+        }
+        let refusal = if their_count != count {
+            Some(format!("the job has {count} localities, not {their_count}"))
+        } else if rank >= count {
+            Some(format!(
+                "rank {rank} is out of range (the job has {count} localities)"
+            ))
+        } else if addrs[rank as usize].is_some() {
+            Some(format!("rank {rank} registered twice"))
+        } else {
+            None
+        };
+        if let Some(reason) = refusal {
+            let _ = write_message(
+                &mut stream,
+                &Message::Refused {
+                    reason: reason.clone(),
+                },
+            );
+            return Err(Error::startup(format!(
+                "process {pid} at {from} could not join: {reason}"
+            )));
+        }
+        addrs[rank as usize] = Some(data_addr);
+        streams.push(stream);
+    }
+    let addrs: Vec<SocketAddr> = addrs.into_iter().flatten().collect();
+    for mut stream in streams {
+        write_message(
+            &mut stream,
+            &Message::Table {
+                addrs: addrs.clone(),
+            },
+        )
+        .map_err(|e| io("sending the address table", e))?;
+    }
+    Ok(addrs)
+}
+
+/// Registers locality `rank` with the rendezvous at `root` and returns the
+/// address table once every locality has registered.
+pub(crate) fn register(
+    root: SocketAddr,
+    secret: &Secret,
+    rank: u32,
+    count: u32,
+    data_addr: SocketAddr,
+) -> Result<Vec<SocketAddr>, Error> {
+    let deadline = Instant::now() + STARTUP_TIMEOUT;
+    let fail = |what: String| {
+        Error::startup(format!(
+            "{}: rendezvous at {root}: {what}",
+            LocalityId::new(rank)
+        ))
+    };
+    let mut stream = loop {
+        match TcpStream::connect_timeout(&root, Duration::from_secs(5)) {
+            Ok(stream) => break stream,
+            Err(e) if Instant::now() > deadline => {
+                return Err(fail(format!("cannot connect: {e}")));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    let register = Message::Register {
+        secret: *secret,
+        rank,
+        count,
+        data_addr,
+        pid: std::process::id(),
+    };
+    write_message(&mut stream, &register).map_err(|e| fail(format!("cannot register: {e}")))?;
+    stream
+        .set_read_timeout(Some(
+            deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_secs(1)),
+        ))
+        .map_err(|e| fail(e.to_string()))?;
+    match read_message(&mut stream) {
+        Ok(Message::Table { addrs }) if addrs.len() == count as usize => Ok(addrs),
+        Ok(Message::Refused { reason }) => Err(fail(format!("refused: {reason}"))),
+        Ok(other) => Err(fail(format!("unexpected answer {other:?}"))),
+        Err(e) => Err(fail(format!(
+            "no address table (did another locality fail?): {e}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_hex_round_trips_and_rejects_garbage() {
+        let secret = Secret::random().unwrap();
+        assert_eq!(Secret::from_hex(&secret.to_hex()).unwrap(), secret);
+        assert!(Secret::from_hex("xyz").is_err());
+        assert!(Secret::from_hex(&"g".repeat(32)).is_err());
+        assert!(secret.matches(secret.as_bytes()));
+        let mut other = *secret.as_bytes();
+        other[15] ^= 1;
+        assert!(!secret.matches(&other));
+    }
+
+    #[test]
+    fn rendezvous_gives_everyone_the_same_table() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let root = listener.local_addr().unwrap();
+        let secret = Secret::random().unwrap();
+        let own: SocketAddr = "127.0.0.1:1000".parse().unwrap();
+        let clients: Vec<_> = (1..4u32)
+            .map(|rank| {
+                std::thread::spawn(move || {
+                    let addr = SocketAddr::from(([127, 0, 0, 1], 1000 + rank as u16));
+                    register(root, &secret, rank, 4, addr).unwrap()
+                })
+            })
+            .collect();
+        // A stranger with the wrong secret is turned away without harm.
+        let mut stranger = TcpStream::connect(root).unwrap();
+        let wrong = Message::Register {
+            secret: Secret::random().unwrap(),
+            rank: 1,
+            count: 4,
+            data_addr: own,
+            pid: 0,
+        };
+        write_message(&mut stranger, &wrong).unwrap();
+        let table = serve(&listener, 4, &secret, Some(own), &mut || Ok(())).unwrap();
+        let expected: Vec<SocketAddr> = (0..4u16)
+            .map(|r| SocketAddr::from(([127, 0, 0, 1], 1000 + r)))
+            .collect();
+        assert_eq!(table, expected);
+        for client in clients {
+            assert_eq!(client.join().unwrap(), expected);
+        }
+        assert!(
+            read_message(&mut stranger).is_err(),
+            "the stranger got an answer"
+        );
+    }
+
+    #[test]
+    fn rendezvous_stops_when_the_watch_fails() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let secret = Secret::random().unwrap();
+        let err = serve(&listener, 2, &secret, None, &mut || {
+            Err("locality#1 exited with status 3".into())
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("exited with status 3"), "{err}");
+    }
+}

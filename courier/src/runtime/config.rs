@@ -1,0 +1,275 @@
+//! [`Config`]: how many localities, which transport, how many workers.
+//!
+//! # Precedence
+//!
+//! Defaults, then `COURIER_*` environment variables, then builder calls (and
+//! the command-line flags of [`RuntimeArgs`], which call the builder).
+//!
+//! # Environment variables
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `COURIER_LOCALITIES` | number of localities (processes) | 1 |
+//! | `COURIER_TRANSPORT` | `tcp` or `inproc` | `tcp` |
+//! | `COURIER_WORKERS` | worker threads per locality | cores ÷ localities on this host, at least 1 |
+//! | `COURIER_LISTEN` | IP address localities listen on and advertise | `127.0.0.1` |
+//! | `COURIER_MAX_FRAME_BYTES` | largest frame a locality accepts | 1 GiB |
+//!
+//! Set by launchers (the program itself, `courier run`, or by hand across
+//! hosts; see the README):
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `COURIER_RANK` | this process's locality rank; its presence means "join a job" |
+//! | `COURIER_ROOT` | `host:port` of the rendezvous (served by rank 0 or by `courier run`) |
+//! | `COURIER_SECRET` | the job secret, 32 hex digits |
+//! | `COURIER_LAUNCHER` | `1` when a launcher, not rank 0, serves the rendezvous |
+//! | `COURIER_LOCAL_LOCALITIES` | localities on this host, to size the worker pools |
+
+use std::ffi::OsString;
+use std::net::{IpAddr, Ipv4Addr};
+use std::str::FromStr;
+
+use super::error::Error;
+
+/// How localities talk to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Transport {
+    /// Each locality is a process; frames travel over TCP sockets. The
+    /// program starts its other localities itself unless a launcher did.
+    #[default]
+    Tcp,
+    /// All localities are thread pools of this one process; frames are still
+    /// encoded and decoded, as over a network. For tests and debugging.
+    Inproc,
+}
+
+impl FromStr for Transport {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "tcp" => Ok(Transport::Tcp),
+            "inproc" => Ok(Transport::Inproc),
+            other => Err(Error::Config(format!(
+                "unknown transport `{other}`: expected `tcp` or `inproc`"
+            ))),
+        }
+    }
+}
+
+/// The default largest frame a locality accepts: 1 GiB.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 1 << 30;
+
+/// The configuration of a job, passed to [`launch`](crate::launch).
+///
+/// # Examples
+///
+/// ```
+/// use courier::{Config, Transport};
+///
+/// let config = Config::new().localities(4).transport(Transport::Inproc).workers(1);
+/// assert_eq!(config.num_localities(), 4);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub(crate) localities: u32,
+    pub(crate) localities_explicit: bool,
+    pub(crate) transport: Transport,
+    pub(crate) workers: Option<usize>,
+    pub(crate) listen: IpAddr,
+    pub(crate) max_frame_bytes: usize,
+    pub(crate) child_args: Option<Vec<OsString>>,
+    pub(crate) env_error: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::new()
+    }
+}
+
+fn env_value<T: FromStr>(name: &str, errors: &mut Vec<String>) -> Option<T>
+where
+    T::Err: std::fmt::Display,
+{
+    let value = std::env::var(name).ok()?;
+    match value.trim().parse() {
+        Ok(v) => Some(v),
+        Err(e) => {
+            errors.push(format!("{name}={value:?}: {e}"));
+            None
+        }
+    }
+}
+
+impl Config {
+    /// The defaults, with the `COURIER_*` environment variables applied. An
+    /// invalid variable makes [`launch`](crate::launch) fail with
+    /// [`Error::Config`].
+    pub fn new() -> Self {
+        let mut errors = Vec::new();
+        let localities = env_value::<u32>("COURIER_LOCALITIES", &mut errors);
+        let config = Config {
+            localities: localities.unwrap_or(1),
+            localities_explicit: false,
+            transport: env_value("COURIER_TRANSPORT", &mut errors).unwrap_or_default(),
+            workers: env_value("COURIER_WORKERS", &mut errors),
+            listen: env_value("COURIER_LISTEN", &mut errors)
+                .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            max_frame_bytes: env_value("COURIER_MAX_FRAME_BYTES", &mut errors)
+                .unwrap_or(DEFAULT_MAX_FRAME_BYTES),
+            child_args: None,
+            env_error: None,
+        };
+        Config {
+            env_error: (!errors.is_empty()).then(|| errors.join("; ")),
+            ..config
+        }
+    }
+
+    /// Sets the number of localities (at least 1).
+    pub fn localities(mut self, n: u32) -> Self {
+        self.localities = n;
+        self.localities_explicit = true;
+        self
+    }
+
+    /// Sets the transport.
+    pub fn transport(mut self, transport: Transport) -> Self {
+        self.transport = transport;
+        self
+    }
+
+    /// Sets the number of worker threads of every locality (at least 1).
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = Some(n);
+        self
+    }
+
+    /// Sets the IP address the localities listen on and advertise to each
+    /// other. Use this host's address on the cluster network for multi-host jobs.
+    pub fn listen(mut self, ip: IpAddr) -> Self {
+        self.listen = ip;
+        self
+    }
+
+    /// Sets the largest frame a locality accepts from a peer. A peer that
+    /// sends a larger one is treated as failed; a call whose arguments or
+    /// result would exceed it fails with a [`CallError`](crate::CallError).
+    pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
+        self.max_frame_bytes = bytes;
+        self
+    }
+
+    /// Sets the arguments the program passes to the localities it starts
+    /// itself (default: its own arguments). Test harnesses use this to make
+    /// the child run only the current test: `["--exact", name, "--nocapture"]`.
+    pub fn child_args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.child_args = Some(args.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The configured number of localities.
+    pub fn num_localities(&self) -> u32 {
+        self.localities
+    }
+
+    /// The configured transport.
+    pub fn transport_kind(&self) -> Transport {
+        self.transport
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        if let Some(e) = &self.env_error {
+            return Err(Error::Config(e.clone()));
+        }
+        if self.localities == 0 {
+            return Err(Error::Config("the job needs at least one locality".into()));
+        }
+        if self.workers == Some(0) {
+            return Err(Error::Config("a locality needs at least one worker".into()));
+        }
+        if self.max_frame_bytes < 1024 || u32::try_from(self.max_frame_bytes).is_err() {
+            return Err(Error::Config(format!(
+                "max_frame_bytes must be between 1 KiB and 4 GiB, not {}",
+                self.max_frame_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// Worker threads per locality when `local` localities share this host.
+    pub(crate) fn workers_for(&self, local: u32) -> usize {
+        self.workers.unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            (cores / local.max(1) as usize).max(1)
+        })
+    }
+}
+
+/// The runtime's command-line flags, to embed in a program's own
+/// [`clap`] parser with `#[command(flatten)]`.
+///
+/// # Examples
+///
+/// ```
+/// use clap::Parser;
+///
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[command(flatten)]
+///     runtime: courier::RuntimeArgs,
+///     /// Something of the program's own.
+///     #[arg(long, default_value_t = 10)]
+///     iterations: u32,
+/// }
+///
+/// let cli = Cli::parse_from(["prog", "--localities", "3", "--transport", "inproc"]);
+/// let config = cli.runtime.config(2);
+/// assert_eq!(config.num_localities(), 3);
+/// ```
+#[derive(Debug, Clone, clap::Args)]
+pub struct RuntimeArgs {
+    /// Number of localities (processes) [default: the program's, or COURIER_LOCALITIES].
+    #[arg(long, value_name = "N")]
+    pub localities: Option<u32>,
+    /// How localities talk [default: tcp, or COURIER_TRANSPORT].
+    #[arg(long, value_enum)]
+    pub transport: Option<Transport>,
+    /// Worker threads per locality [default: cores ÷ localities on this host].
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// IP address to listen on and advertise [default: 127.0.0.1].
+    #[arg(long, value_name = "IP")]
+    pub listen: Option<IpAddr>,
+}
+
+impl RuntimeArgs {
+    /// The configuration: defaults, then environment, then these flags.
+    /// `default_localities` applies when neither a flag nor
+    /// `COURIER_LOCALITIES` gives the number.
+    pub fn config(&self, default_localities: u32) -> Config {
+        let mut config = Config::new();
+        if std::env::var_os("COURIER_LOCALITIES").is_none() {
+            config.localities = default_localities;
+        }
+        if let Some(n) = self.localities {
+            config = config.localities(n);
+        }
+        if let Some(t) = self.transport {
+            config = config.transport(t);
+        }
+        if let Some(w) = self.workers {
+            config = config.workers(w);
+        }
+        if let Some(ip) = self.listen {
+            config = config.listen(ip);
+        }
+        config
+    }
+}

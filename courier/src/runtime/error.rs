@@ -1,0 +1,56 @@
+//! [`Error`]: why a job failed.
+
+use crate::LocalityId;
+
+/// The error type of a job's main function: any error, boxed. `?` converts
+/// every `std::error::Error` (a [`CallError`](crate::CallError) included).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why [`launch`](crate::launch) failed.
+///
+/// Every variant's message names the locality and the cause, so printing it
+/// is enough for the user to act on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A configuration value (builder, flag or `COURIER_*` variable) is invalid.
+    #[error("bad configuration: {0}")]
+    Config(String),
+    /// The localities could not be started or could not connect to each other.
+    #[error("could not start the job: {0}")]
+    Startup(String),
+    /// One or more localities failed while the job ran.
+    #[error("{}", lost_message(.0))]
+    LocalitiesLost(Vec<(LocalityId, String)>),
+    /// The main function returned an error.
+    #[error("the main function failed: {0}")]
+    Main(#[source] BoxError),
+    /// The main function panicked.
+    #[error("the main function panicked: {0}")]
+    MainPanicked(String),
+}
+
+fn lost_message(lost: &[(LocalityId, String)]) -> String {
+    let parts: Vec<String> = lost
+        .iter()
+        .map(|(l, why)| format!("{l} failed: {why}"))
+        .collect();
+    parts.join("; ")
+}
+
+impl Error {
+    pub(crate) fn startup(message: impl Into<String>) -> Self {
+        Error::Startup(message.into())
+    }
+}
+
+/// Turns a panic payload into its message.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
+    }
+}

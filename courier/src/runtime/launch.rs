@@ -1,0 +1,452 @@
+//! [`launch`]: start a job, run main on the root, wait for the job to go
+//! idle, stop every locality.
+//!
+//! A job starts in one of three ways:
+//!
+//! - **threads**: the in-process transport, or a single locality; every
+//!   locality is a thread pool of this process.
+//! - **self-launch**: TCP with more than one locality and no `COURIER_RANK`
+//!   in the environment. This process becomes locality 0, starts the others
+//!   as copies of itself (same executable and arguments, with `COURIER_*`
+//!   variables saying which locality each is), and serves the rendezvous.
+//! - **join**: `COURIER_RANK` is set (by a self-launching parent, by `courier
+//!   run`, or by hand across hosts). The process becomes that locality.
+//!
+//! Only locality 0 runs main and returns from [`launch`]. Every other
+//! locality serves calls until the root stops the job and then exits the
+//! process with status 0, or with status 1 when it lost a peer.
+
+use std::future::Future;
+use std::net::{SocketAddr, TcpListener};
+use std::panic::AssertUnwindSafe;
+use std::process::{Child, Command};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::bootstrap::{self, Secret};
+use super::locality::{Locality, report};
+use super::termination::{shut_down_peers, wait_for_quiescence};
+use super::{BoxError, Config, Error, LocalityId, Runtime, Transport, panic_message};
+use crate::action::registry;
+use crate::transport::inproc::{Fabric, Inproc};
+use crate::transport::tcp::Tcp;
+
+/// How long a non-root locality may take to flush its last frames at shutdown.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long the root waits for the processes it started to exit.
+const CHILD_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs a job: starts its localities, runs `main` on locality 0, waits until
+/// every parcel sent has been delivered and executed, and stops every
+/// locality.
+///
+/// On locality 0, returns main's output, or an [`Error`] if the job could not
+/// start, main failed, or a locality failed. On every other locality of a
+/// multi-process job, **does not return**: the process serves calls and
+/// exits when the job ends. Code before `launch` therefore runs on every
+/// locality, code after it only on the root.
+///
+/// # Examples
+///
+/// ```
+/// use courier::{Config, Transport};
+///
+/// #[courier::action]
+/// fn hello(name: String) -> String {
+///     format!("hello {name} from {}", courier::current().here())
+/// }
+///
+/// let greeting = courier::launch(Config::new().localities(2).transport(Transport::Inproc), |rt| async move {
+///     Ok(rt.call(rt.locality(1), hello, ("you".to_owned(),)).await?)
+/// })
+/// .unwrap();
+/// assert_eq!(greeting, "hello you from locality#1");
+/// ```
+pub fn launch<T, F, Fut>(config: Config, main: F) -> Result<T, Error>
+where
+    F: FnOnce(Runtime) -> Fut,
+    Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
+    T: Send + 'static,
+{
+    config.validate()?;
+    let job = JobEnv::from_env()?;
+    match (config.transport, job) {
+        (Transport::Inproc, Some(_)) => Err(Error::Config(
+            "COURIER_RANK is set (a launcher started this process) but the transport is inproc"
+                .into(),
+        )),
+        (Transport::Inproc, None) => run_threads(&config, main),
+        (Transport::Tcp, None) if config.localities == 1 => run_threads(&config, main),
+        (Transport::Tcp, None) => self_launch(&config, main),
+        (Transport::Tcp, Some(job)) => join(&config, &job, main),
+    }
+}
+
+/// What a launcher told this process through the environment.
+#[derive(Debug)]
+struct JobEnv {
+    rank: u32,
+    count: u32,
+    root: SocketAddr,
+    secret: Secret,
+    launcher: bool,
+    local_localities: u32,
+}
+
+impl JobEnv {
+    fn from_env() -> Result<Option<JobEnv>, Error> {
+        let Ok(rank) = std::env::var("COURIER_RANK") else {
+            return Ok(None);
+        };
+        let var = |name: &str| {
+            std::env::var(name)
+                .map_err(|_| Error::Config(format!("COURIER_RANK is set but {name} is not")))
+        };
+        let parse = |name: &str, value: &str| -> Result<u32, Error> {
+            value
+                .trim()
+                .parse()
+                .map_err(|e| Error::Config(format!("{name}={value:?}: {e}")))
+        };
+        let count = parse("COURIER_LOCALITIES", &var("COURIER_LOCALITIES")?)?;
+        let rank = parse("COURIER_RANK", &rank)?;
+        if rank >= count {
+            return Err(Error::Config(format!(
+                "COURIER_RANK={rank} but the job has {count} localities"
+            )));
+        }
+        let root = var("COURIER_ROOT")?;
+        let root = std::net::ToSocketAddrs::to_socket_addrs(&root)
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| {
+                Error::Config(format!("COURIER_ROOT={root:?} is not a host:port address"))
+            })?;
+        let local_localities = match std::env::var("COURIER_LOCAL_LOCALITIES") {
+            Ok(v) => parse("COURIER_LOCAL_LOCALITIES", &v)?,
+            Err(_) => 1,
+        };
+        Ok(Some(JobEnv {
+            rank,
+            count,
+            root,
+            secret: Secret::from_hex(&var("COURIER_SECRET")?)?,
+            launcher: std::env::var("COURIER_LAUNCHER").is_ok_and(|v| v == "1"),
+            local_localities,
+        }))
+    }
+}
+
+/// Runs every locality as a thread pool of this process.
+fn run_threads<T, F, Fut>(config: &Config, main: F) -> Result<T, Error>
+where
+    F: FnOnce(Runtime) -> Fut,
+    Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
+    T: Send + 'static,
+{
+    let count = config.localities;
+    let fabric = Fabric::new(count);
+    let workers = config.workers_for(count);
+    let mut localities = Vec::new();
+    for rank in 0..count {
+        let here = LocalityId::new(rank);
+        let transport = Inproc::new(here, Arc::clone(&fabric), config.max_frame_bytes);
+        let locality = Locality::start(
+            here,
+            count,
+            workers,
+            Box::new(transport),
+            config.max_frame_bytes,
+        )
+        .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")));
+        match locality {
+            Ok(l) => localities.push(l),
+            Err(e) => {
+                stop_all(&localities);
+                return Err(e);
+            }
+        }
+    }
+    let result = run_root(&localities[0], main);
+    stop_all(&localities);
+    result
+}
+
+fn stop_all(localities: &[Arc<Locality>]) {
+    for l in localities {
+        l.set_stopping();
+        l.sched.shutdown();
+        l.transport.close();
+    }
+}
+
+/// Runs `main` on the root locality, waits for the job to go idle and stops
+/// the other localities. Leaves the root's own scheduler running.
+fn run_root<T, F, Fut>(root: &Arc<Locality>, main: F) -> Result<T, Error>
+where
+    F: FnOnce(Runtime) -> Fut,
+    Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
+    T: Send + 'static,
+{
+    let task = root.sched.spawn(main(Runtime::new(Arc::clone(root))));
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| futures::executor::block_on(task)));
+    wait_for_quiescence(root);
+    let lost = shut_down_peers(root);
+    root.pending
+        .fail_all(|| crate::parcel::Failure::ShuttingDown);
+    if !lost.is_empty() {
+        return Err(Error::LocalitiesLost(lost));
+    }
+    match outcome {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(Error::Main(error)),
+        Err(panic) => Err(Error::MainPanicked(panic_message(&*panic))),
+    }
+}
+
+/// Starts the other localities as child processes and runs as locality 0.
+fn self_launch<T, F, Fut>(config: &Config, main: F) -> Result<T, Error>
+where
+    F: FnOnce(Runtime) -> Fut,
+    Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
+    T: Send + 'static,
+{
+    let count = config.localities;
+    let secret = Secret::random()?;
+    let rendezvous = bind(config)?;
+    let root_addr = rendezvous
+        .local_addr()
+        .map_err(|e| Error::startup(format!("rendezvous address: {e}")))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::startup(format!("cannot find this program's executable: {e}")))?;
+    let args = config
+        .child_args
+        .clone()
+        .unwrap_or_else(|| std::env::args_os().skip(1).collect());
+    let mut children = Children::default();
+    for rank in 1..count {
+        let child = Command::new(&exe)
+            .args(&args)
+            .env("COURIER_RANK", rank.to_string())
+            .env("COURIER_LOCALITIES", count.to_string())
+            .env("COURIER_ROOT", root_addr.to_string())
+            .env("COURIER_SECRET", secret.to_hex())
+            .env("COURIER_TRANSPORT", "tcp")
+            .env("COURIER_LOCAL_LOCALITIES", count.to_string())
+            .env_remove("COURIER_LAUNCHER")
+            .spawn()
+            .map_err(|e| {
+                Error::startup(format!(
+                    "cannot start locality#{rank} ({}): {e}",
+                    exe.display()
+                ))
+            })?;
+        children.0.push((LocalityId::new(rank), child));
+    }
+    let data = bind(config)?;
+    let data_addr = local_addr(&data)?;
+    let table = bootstrap::serve(&rendezvous, count, &secret, Some(data_addr), &mut || {
+        children.check_running()
+    })?;
+    drop(rendezvous);
+    let root = start_tcp_locality(
+        config,
+        LocalityId::ROOT,
+        count,
+        count,
+        &table,
+        data,
+        &secret,
+    )?;
+    let result = run_root(&root, main);
+    root.sched.shutdown();
+    root.transport.close();
+    let exits = children.wait(CHILD_EXIT_TIMEOUT);
+    match result {
+        Err(Error::LocalitiesLost(lost)) => Err(Error::LocalitiesLost(
+            lost.into_iter()
+                .map(|(l, why)| match exits.iter().find(|(c, _)| *c == l) {
+                    Some((_, status)) => (l, format!("{why} ({status})")),
+                    None => (l, why),
+                })
+                .collect(),
+        )),
+        other => other,
+    }
+}
+
+/// Becomes the locality a launcher asked for.
+fn join<T, F, Fut>(config: &Config, job: &JobEnv, main: F) -> Result<T, Error>
+where
+    F: FnOnce(Runtime) -> Fut,
+    Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
+    T: Send + 'static,
+{
+    if config.localities_explicit && config.localities != job.count {
+        return Err(Error::Config(format!(
+            "the program asks for {} localities but was started as one of {}",
+            config.localities, job.count
+        )));
+    }
+    let here = LocalityId::new(job.rank);
+    let data = bind(config)?;
+    let data_addr = local_addr(&data)?;
+    let table = if job.rank == 0 && !job.launcher {
+        let rendezvous = TcpListener::bind(job.root).map_err(|e| {
+            Error::startup(format!(
+                "cannot listen for the rendezvous at COURIER_ROOT={}: {e}",
+                job.root
+            ))
+        })?;
+        bootstrap::serve(
+            &rendezvous,
+            job.count,
+            &job.secret,
+            Some(data_addr),
+            &mut || Ok(()),
+        )?
+    } else {
+        bootstrap::register(job.root, &job.secret, job.rank, job.count, data_addr)?
+    };
+    let locality = start_tcp_locality(
+        config,
+        here,
+        job.count,
+        job.local_localities,
+        &table,
+        data,
+        &job.secret,
+    )?;
+    if job.rank == 0 {
+        let result = run_root(&locality, main);
+        locality.sched.shutdown();
+        locality.transport.close();
+        return result;
+    }
+    serve_until_shutdown(&locality)
+}
+
+/// Serves a non-root locality until the root stops the job, then exits the
+/// process.
+fn serve_until_shutdown(locality: &Arc<Locality>) -> ! {
+    let mut control = locality.control.lock();
+    loop {
+        if let Some((peer, why)) = control.lost.first() {
+            report!(locality.here, "stopping: {peer} failed: {why}");
+            std::process::exit(1);
+        }
+        if control.shutdown_requested {
+            break;
+        }
+        locality.control_changed.wait(&mut control);
+    }
+    drop(control);
+    let sink: Arc<Locality> = Arc::clone(locality);
+    if !locality.transport.flush(&sink, FLUSH_TIMEOUT) {
+        report!(
+            locality.here,
+            "could not send its last frames within {FLUSH_TIMEOUT:?}"
+        );
+    }
+    locality.sched.shutdown();
+    locality.transport.close();
+    std::process::exit(0);
+}
+
+fn bind(config: &Config) -> Result<TcpListener, Error> {
+    TcpListener::bind((config.listen, 0))
+        .map_err(|e| Error::startup(format!("cannot listen on {}: {e}", config.listen)))
+}
+
+fn local_addr(listener: &TcpListener) -> Result<SocketAddr, Error> {
+    listener
+        .local_addr()
+        .map_err(|e| Error::startup(format!("listening address: {e}")))
+}
+
+fn start_tcp_locality(
+    config: &Config,
+    here: LocalityId,
+    count: u32,
+    local_localities: u32,
+    table: &[SocketAddr],
+    data: TcpListener,
+    secret: &Secret,
+) -> Result<Arc<Locality>, Error> {
+    let tcp = Tcp::connect(
+        here,
+        table,
+        data,
+        secret,
+        registry().fingerprint(),
+        config.max_frame_bytes,
+    )?;
+    Locality::start(
+        here,
+        count,
+        config.workers_for(local_localities),
+        Box::new(tcp),
+        config.max_frame_bytes,
+    )
+    .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))
+}
+
+/// The processes a self-launching root started. Killed if dropped before
+/// they exited (a failed start-up must not leave orphans).
+#[derive(Default)]
+struct Children(Vec<(LocalityId, Child)>);
+
+impl Children {
+    /// Fails if a child exited (before it could have joined the job).
+    fn check_running(&mut self) -> Result<(), String> {
+        for (rank, child) in &mut self.0 {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!(
+                    "{rank} (process {}) exited with {status} before it joined",
+                    child.id()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for every child to exit, killing those that take longer than
+    /// `timeout`. Returns how each one ended, for error messages.
+    fn wait(&mut self, timeout: Duration) -> Vec<(LocalityId, String)> {
+        let deadline = Instant::now() + timeout;
+        let mut exits = Vec::new();
+        for (rank, child) in std::mem::take(&mut self.0) {
+            exits.push((rank, wait_child(rank, child, deadline)));
+        }
+        exits
+    }
+}
+
+fn wait_child(rank: LocalityId, mut child: Child, deadline: Instant) -> String {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return format!("process {} exited with {status}", child.id()),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {
+                eprintln!(
+                    "courier: {rank} (process {}) did not exit; killing it",
+                    child.id()
+                );
+                let _ = child.kill();
+                let _ = child.wait();
+                return format!("process {} had to be killed", child.id());
+            }
+            Err(e) => return format!("waiting for process {} failed: {e}", child.id()),
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

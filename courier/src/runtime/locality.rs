@@ -1,0 +1,357 @@
+//! [`Locality`]: the state one locality shares between its workers, and what
+//! it does with every frame it receives.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use futures::FutureExt;
+use parking_lot::{Condvar, Mutex};
+use rustc_hash::FxHashMap;
+
+use super::LocalityId;
+use super::error::panic_message;
+use crate::action::{ActionId, registry};
+use crate::parcel::{
+    ActivityCounts, Caller, Control, Failure, FrameBody, FrameBuilder, Parcel, PendingTable,
+    RemoteError, ReplyTo, decode_frame, encode_control,
+};
+use crate::sched::{BackgroundWork, BlockOutcome, Scheduler};
+use crate::transport::{Sink, Transport, check_frame_len};
+
+/// Prints a runtime message on standard error, prefixed with the locality.
+macro_rules! report {
+    ($here:expr, $($arg:tt)*) => {
+        eprintln!("courier: {}: {}", $here, format_args!($($arg)*))
+    };
+}
+pub(crate) use report;
+
+/// What the control messages and lost peers have told this locality.
+#[derive(Debug, Default)]
+pub(crate) struct ControlState {
+    /// Peers lost while the job ran, with the reason.
+    pub(crate) lost: Vec<(LocalityId, String)>,
+    /// Latest quiescence report of every peer: (wave, counts).
+    pub(crate) reports: FxHashMap<LocalityId, (u64, ActivityCounts)>,
+    /// The root asked this locality to stop.
+    pub(crate) shutdown_requested: bool,
+    /// Peers that acknowledged the shutdown (at the root).
+    pub(crate) acked: Vec<LocalityId>,
+}
+
+/// One locality: its scheduler, its end of the transport, its pending calls.
+pub(crate) struct Locality {
+    pub(crate) here: LocalityId,
+    pub(crate) count: u32,
+    pub(crate) sched: Arc<Scheduler>,
+    pub(crate) transport: Box<dyn Transport>,
+    pub(crate) pending: PendingTable,
+    pub(crate) max_frame_bytes: usize,
+    parcels_sent: AtomicU64,
+    parcels_received: AtomicU64,
+    /// Set once the job is ending: lost connections are expected then.
+    stopping: AtomicBool,
+    pub(crate) control: Mutex<ControlState>,
+    pub(crate) control_changed: Condvar,
+}
+
+impl std::fmt::Debug for Locality {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Locality")
+            .field("here", &self.here)
+            .field("count", &self.count)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The background work of a locality's workers: drive its transport. Holds
+/// the locality weakly so that the scheduler does not keep it alive.
+struct Progress(std::sync::Weak<Locality>);
+
+impl BackgroundWork for Progress {
+    fn poll(&self) -> bool {
+        self.0.upgrade().is_some_and(|l| l.transport.poll(&l))
+    }
+
+    fn block(&self, timeout: Duration) -> BlockOutcome {
+        match self.0.upgrade() {
+            Some(l) => l.transport.block(&l, timeout),
+            None => BlockOutcome::Unsupported,
+        }
+    }
+
+    fn wake(&self) {
+        if let Some(l) = self.0.upgrade() {
+            l.transport.wake();
+        }
+    }
+}
+
+impl Locality {
+    /// Creates locality `here` of `count` and starts its workers.
+    pub(crate) fn start(
+        here: LocalityId,
+        count: u32,
+        workers: usize,
+        transport: Box<dyn Transport>,
+        max_frame_bytes: usize,
+    ) -> std::io::Result<Arc<Locality>> {
+        let sched = Scheduler::new(workers);
+        let locality = Arc::new(Locality {
+            here,
+            count,
+            sched: Arc::clone(&sched),
+            transport,
+            pending: PendingTable::default(),
+            max_frame_bytes,
+            parcels_sent: AtomicU64::new(0),
+            parcels_received: AtomicU64::new(0),
+            stopping: AtomicBool::new(false),
+            control: Mutex::new(ControlState::default()),
+            control_changed: Condvar::new(),
+        });
+        sched.set_background(Arc::new(Progress(Arc::downgrade(&locality))));
+        let runtime = super::Runtime::new(Arc::clone(&locality));
+        let on_start = Arc::new(move || super::handle::set_current(runtime.clone()));
+        sched.start(&format!("courier-{}", here.get()), on_start)?;
+        Ok(locality)
+    }
+
+    /// The counters compared by termination detection.
+    pub(crate) fn activity(&self) -> ActivityCounts {
+        let snapshot = self.sched.snapshot();
+        ActivityCounts {
+            parcels_sent: self.parcels_sent.load(Ordering::SeqCst),
+            parcels_received: self.parcels_received.load(Ordering::SeqCst),
+            tasks_spawned: snapshot.spawned,
+            tasks_finished: snapshot.finished(),
+        }
+    }
+
+    /// Whether the job is ending.
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Marks the job as ending: calls fail from now on and lost connections
+    /// are expected.
+    pub(crate) fn set_stopping(&self) {
+        self.stopping.store(true, Ordering::Release);
+    }
+
+    /// Whether `dest` is a locality of this job.
+    pub(crate) fn check_dest(&self, dest: LocalityId) -> Result<(), Failure> {
+        if dest.get() >= self.count {
+            Err(Failure::NoSuchLocality { count: self.count })
+        } else if self.is_stopping() {
+            Err(Failure::ShuttingDown)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Sends a frame of parcels to another locality.
+    pub(crate) fn send_parcels(
+        &self,
+        dest: LocalityId,
+        frame: FrameBuilder,
+    ) -> Result<(), Failure> {
+        let count = u64::from(frame.len());
+        let frame = frame.finish();
+        check_frame_len(&frame, self.max_frame_bytes).map_err(Failure::EncodeArgs)?;
+        // Count before sending so that the receiver never counts a parcel
+        // the sender has not (termination detection relies on it).
+        self.parcels_sent.fetch_add(count, Ordering::SeqCst);
+        self.transport.send(dest, frame).map_err(|reason| {
+            self.parcels_sent.fetch_sub(count, Ordering::SeqCst);
+            Failure::PeerLost(reason)
+        })
+    }
+
+    /// Sends a control message; failures mean the peer is lost, which is
+    /// reported separately.
+    pub(crate) fn send_control(&self, dest: LocalityId, control: &Control) {
+        let _ = self
+            .transport
+            .send(dest, encode_control(self.here, control));
+    }
+
+    /// Runs an encoded call here: spawns a task that runs the action and
+    /// routes its output as `reply` says.
+    pub(crate) fn run_call(self: &Arc<Self>, action: ActionId, reply: ReplyTo, args: Vec<u8>) {
+        let locality = Arc::clone(self);
+        drop(self.sched.spawn(async move {
+            let result = execute(action, &args).await;
+            locality.route_result(action, reply, result);
+        }));
+    }
+
+    fn route_result(
+        self: &Arc<Self>,
+        action: ActionId,
+        reply: ReplyTo,
+        result: Result<Vec<u8>, RemoteError>,
+    ) {
+        match (reply, result) {
+            (ReplyTo::Caller(caller), result) => self.respond(caller, result),
+            (ReplyTo::Nobody, Ok(_)) => {}
+            (ReplyTo::Nobody, Err(error)) => report!(
+                self.here,
+                "a posted call of `{}` failed: {error:?}",
+                action_name(action)
+            ),
+            (
+                ReplyTo::Continue {
+                    caller: Some(caller),
+                    ..
+                },
+                Err(error),
+            ) => self.respond(caller, Err(error)),
+            (ReplyTo::Continue { caller: None, .. }, Err(error)) => report!(
+                self.here,
+                "a posted call of `{}` with a continuation failed: {error:?}",
+                action_name(action)
+            ),
+            (
+                ReplyTo::Continue {
+                    locality,
+                    action: next,
+                    caller,
+                },
+                Ok(output),
+            ) => {
+                // The output of `A` is the encoding of `(A::Output,)`, the
+                // argument tuple of the continuation.
+                let reply = caller.map_or(ReplyTo::Nobody, ReplyTo::Caller);
+                if locality == self.here {
+                    self.run_call(next, reply, output);
+                    return;
+                }
+                let mut frame = FrameBuilder::new(self.here);
+                frame.push_call_bytes(next, reply, &output);
+                if let Err(failure) = self.send_parcels(locality, frame) {
+                    let error = RemoteError::Forward {
+                        locality: locality.get(),
+                        reason: format!("{failure:?}"),
+                    };
+                    match caller {
+                        Some(caller) => self.respond(caller, Err(error)),
+                        None => report!(self.here, "{error:?}"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Delivers a call's result to its caller.
+    fn respond(&self, caller: Caller, result: Result<Vec<u8>, RemoteError>) {
+        if caller.locality == self.here {
+            self.pending
+                .complete(caller.request, result.map_err(Failure::Remote));
+            return;
+        }
+        let mut frame = FrameBuilder::new(self.here);
+        frame.push_response(caller.request, &result);
+        if let Err(Failure::EncodeArgs(too_large)) = self.send_parcels(caller.locality, frame) {
+            let mut frame = FrameBuilder::new(self.here);
+            frame.push_response(caller.request, &Err(RemoteError::BadOutput(too_large)));
+            let _ = self.send_parcels(caller.locality, frame);
+        }
+        // Any other failure means the caller is lost: nobody to tell.
+    }
+
+    fn handle_control(&self, source: LocalityId, control: Control) {
+        match control {
+            Control::QuiescenceQuery { wave } => {
+                let counts = self.activity();
+                self.send_control(source, &Control::QuiescenceReport { wave, counts });
+            }
+            Control::QuiescenceReport { wave, counts } => {
+                self.control.lock().reports.insert(source, (wave, counts));
+                self.control_changed.notify_all();
+            }
+            Control::Shutdown => {
+                self.set_stopping();
+                self.send_control(source, &Control::ShutdownAck);
+                self.control.lock().shutdown_requested = true;
+                self.control_changed.notify_all();
+            }
+            Control::ShutdownAck => {
+                self.control.lock().acked.push(source);
+                self.control_changed.notify_all();
+            }
+        }
+    }
+}
+
+/// The name of an action for messages.
+fn action_name(id: ActionId) -> String {
+    registry()
+        .get(id)
+        .map_or_else(|| format!("{id}"), |e| e.name().to_owned())
+}
+
+/// Decodes the arguments, runs the action, encodes its output. A panic in
+/// the action becomes [`RemoteError::Panicked`].
+async fn execute(id: ActionId, args: &[u8]) -> Result<Vec<u8>, RemoteError> {
+    let Some(entry) = registry().get(id) else {
+        return Err(RemoteError::UnknownAction { id: id.to_bits() });
+    };
+    let run = entry
+        .start(args)
+        .map_err(|e| RemoteError::BadArguments(e.to_string()))?;
+    match AssertUnwindSafe(run).catch_unwind().await {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(e)) => Err(RemoteError::BadOutput(e.to_string())),
+        Err(panic) => Err(RemoteError::Panicked(panic_message(&*panic))),
+    }
+}
+
+impl Sink for Arc<Locality> {
+    fn frame(&self, source: LocalityId, bytes: &[u8]) -> Result<(), String> {
+        let (claimed, body) =
+            decode_frame(bytes).map_err(|e| format!("malformed frame from {source}: {e}"))?;
+        if claimed != source {
+            return Err(format!(
+                "{source} sent a frame claiming to come from {claimed}"
+            ));
+        }
+        match body {
+            FrameBody::Parcels(parcels) => {
+                self.parcels_received
+                    .fetch_add(parcels.len() as u64, Ordering::SeqCst);
+                for parcel in parcels {
+                    match parcel {
+                        Parcel::Call {
+                            action,
+                            reply,
+                            args,
+                        } => self.run_call(action, reply, args),
+                        Parcel::Response { request, result } => {
+                            // An unknown request is a response to a call that
+                            // already failed (its path lost a locality).
+                            self.pending
+                                .complete(request, result.map_err(Failure::Remote));
+                        }
+                    }
+                }
+            }
+            FrameBody::Control(control) => self.handle_control(source, control),
+        }
+        Ok(())
+    }
+
+    fn peer_lost(&self, peer: LocalityId, reason: String) {
+        let mut control = self.control.lock();
+        if self.is_stopping() || control.acked.contains(&peer) {
+            return;
+        }
+        report!(self.here, "lost {peer}: {reason}");
+        self.pending.fail_peer(peer, &reason);
+        control.lost.push((peer, reason));
+        drop(control);
+        self.control_changed.notify_all();
+    }
+}

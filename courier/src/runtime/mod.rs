@@ -1,0 +1,26 @@
+//! The runtime: localities, the [`Runtime`] handle, and [`launch`].
+//!
+//! - `config`: [`Config`], [`RuntimeArgs`] and the `COURIER_*` variables.
+//! - `launch`: starting a job (threads, self-launched processes, or joining
+//!   a launcher's job), running main, and shutting down.
+//! - `bootstrap`: the rendezvous where localities exchange addresses.
+//! - `locality`: one locality's shared state: scheduler, transport, pending
+//!   calls, and what it does with received frames.
+//! - `termination`: detecting that the whole job is idle, then stopping it.
+
+pub(crate) mod bootstrap;
+mod config;
+mod error;
+mod handle;
+mod launch;
+mod locality;
+mod locality_id;
+mod termination;
+
+pub use config::{Config, DEFAULT_MAX_FRAME_BYTES, RuntimeArgs, Transport};
+pub use error::{BoxError, Error};
+pub use handle::{Runtime, current, try_current};
+pub use launch::launch;
+pub use locality_id::LocalityId;
+
+pub(crate) use error::panic_message;

@@ -1,0 +1,37 @@
+//! The work-stealing task scheduler of one locality.
+//!
+//! Each locality runs `workers` threads. A worker owns a FIFO deque
+//! ([`crossbeam_deque::Worker`]); tasks spawned from outside any worker go to a
+//! shared [`crossbeam_deque::Injector`]. Tasks are [`async_task`] cells, so every
+//! task is a future and every spawn returns a [`JoinHandle`].
+//!
+//! A worker looks for work in this order: its own deque, the injector, the
+//! other workers' deques. Between tasks it runs *background work* (network
+//! progress, see [`BackgroundWork`]) every [`BACKGROUND_INTERVAL`] tasks and
+//! whenever it runs dry. An idle worker spins briefly and then parks; the first
+//! worker to park becomes the *driver* and blocks inside the transport's
+//! progress call, so an incoming frame wakes it directly. The parking protocol
+//! lives in `sleep.rs` and is described there.
+//!
+//! Every worker keeps its time accounting (time inside tasks, in background
+//! work, parked) in plain fields and publishes them to cache-padded atomics at
+//! maintenance points; see `stats.rs`.
+
+mod join;
+mod scheduler;
+mod sleep;
+mod stats;
+mod worker;
+
+pub use join::JoinHandle;
+pub(crate) use scheduler::{BackgroundWork, BlockOutcome, Scheduler};
+
+/// How many tasks a worker runs between two calls to background work while
+/// it is busy. Tokio polls its driver every 61 ticks; ours is cheaper to poll
+/// and latency matters more, so a smaller number. A guess, tune me.
+pub(crate) const BACKGROUND_INTERVAL: u32 = 32;
+
+/// How many rounds an idle worker spins (with `Backoff::snooze`) before it
+/// parks. Spinning keeps wake-up latency low when work arrives in bursts.
+/// A guess, tune me.
+pub(crate) const SPIN_ROUNDS: u32 = 16;

@@ -1,0 +1,86 @@
+//! Per-worker time and task accounting.
+//!
+//! A worker counts in plain fields ([`WorkerStats`]) and copies them into
+//! cache-line-aligned atomics ([`PublishedStats`]) at maintenance points:
+//! before it parks and at every background-work call. Readers load with
+//! `Acquire`; a value is at most [`super::BACKGROUND_INTERVAL`] tasks (or one
+//! long-running task) behind the truth, and exact for a parked worker.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What one worker has done so far. Owned by the worker thread.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WorkerStats {
+    /// Tasks run to completion or to a pending poll (each poll counts once).
+    pub(crate) polls: u64,
+    /// Tasks that finished (their future returned `Ready` or panicked).
+    pub(crate) finished: u64,
+    /// Nanoseconds spent inside task polls (`t_exec` of seed 000 Eq. 2).
+    pub(crate) exec_ns: u64,
+    /// Nanoseconds spent in the worker loop outside parking: task polls plus
+    /// finding tasks and bookkeeping (`t_func` of seed 000 Eq. 1).
+    pub(crate) func_ns: u64,
+    /// Nanoseconds spent in background work (network progress), seed 000 Eq. 3.
+    pub(crate) background_ns: u64,
+    /// Nanoseconds spent parked or spinning with nothing to do.
+    pub(crate) idle_ns: u64,
+    /// Tasks taken from another worker's deque or the injector.
+    pub(crate) steals: u64,
+}
+
+/// The published copy of a worker's [`WorkerStats`]: one cache line pair per
+/// worker so that publishing never false-shares with a neighbour.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(crate) struct PublishedStats {
+    polls: AtomicU64,
+    finished: AtomicU64,
+    exec_ns: AtomicU64,
+    func_ns: AtomicU64,
+    background_ns: AtomicU64,
+    idle_ns: AtomicU64,
+    steals: AtomicU64,
+}
+
+impl PublishedStats {
+    /// Copies `stats` in. Only the owning worker calls this, so plain stores suffice.
+    pub(crate) fn publish(&self, stats: &WorkerStats) {
+        self.polls.store(stats.polls, Ordering::Release);
+        self.finished.store(stats.finished, Ordering::Release);
+        self.exec_ns.store(stats.exec_ns, Ordering::Release);
+        self.func_ns.store(stats.func_ns, Ordering::Release);
+        self.background_ns
+            .store(stats.background_ns, Ordering::Release);
+        self.idle_ns.store(stats.idle_ns, Ordering::Release);
+        self.steals.store(stats.steals, Ordering::Release);
+    }
+
+    /// Reads the last published values.
+    pub(crate) fn load(&self) -> WorkerStats {
+        WorkerStats {
+            polls: self.polls.load(Ordering::Acquire),
+            finished: self.finished.load(Ordering::Acquire),
+            exec_ns: self.exec_ns.load(Ordering::Acquire),
+            func_ns: self.func_ns.load(Ordering::Acquire),
+            background_ns: self.background_ns.load(Ordering::Acquire),
+            idle_ns: self.idle_ns.load(Ordering::Acquire),
+            steals: self.steals.load(Ordering::Acquire),
+        }
+    }
+}
+
+/// A point-in-time view of a whole scheduler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StatsSnapshot {
+    /// Tasks spawned so far (exact).
+    pub(crate) spawned: u64,
+    /// Per-worker published statistics, indexed by worker.
+    pub(crate) workers: Vec<WorkerStats>,
+}
+
+impl StatsSnapshot {
+    /// Tasks finished on all workers.
+    pub(crate) fn finished(&self) -> u64 {
+        self.workers.iter().map(|w| w.finished).sum()
+    }
+}

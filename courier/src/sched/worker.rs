@@ -1,0 +1,214 @@
+//! The worker loop: find a task, run it, account for the time, do background
+//! work, park.
+
+use std::cell::{Cell, OnceCell};
+use std::future::Future;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_task::Runnable;
+use crossbeam_deque::{Steal, Worker};
+use crossbeam_utils::Backoff;
+
+use super::scheduler::Scheduler;
+use super::stats::WorkerStats;
+use super::{BACKGROUND_INTERVAL, SPIN_ROUNDS};
+
+/// What a worker thread knows about itself.
+struct Local {
+    /// Identity of the scheduler this thread works for.
+    scheduler: *const Scheduler,
+    queue: Worker<Runnable>,
+}
+
+thread_local! {
+    /// The deque of the worker running on this thread, if it is one.
+    static LOCAL: OnceCell<Rc<Local>> = const { OnceCell::new() };
+    /// Tasks finished on this thread, copied into the worker's stats when
+    /// it publishes them.
+    static FINISHED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Pushes `runnable` on the current thread's deque if this thread is a
+/// worker of `scheduler`; hands it back otherwise.
+pub(super) fn push_local(scheduler: &Scheduler, runnable: Runnable) -> Option<Runnable> {
+    LOCAL
+        .try_with(|local| match local.get() {
+            Some(local) if std::ptr::eq(local.scheduler, scheduler) => {
+                local.queue.push(runnable);
+                None
+            }
+            _ => Some(runnable),
+        })
+        .unwrap_or_else(|_| unreachable!("push_local during thread teardown"))
+}
+
+/// Wraps a task's future so that the task counts as finished on the thread
+/// where its future is dropped (after completing, panicking, or being
+/// cancelled).
+pub(super) async fn count_finish<F: Future>(future: F) -> F::Output {
+    let _finished = FinishGuard;
+    future.await
+}
+
+struct FinishGuard;
+
+impl Drop for FinishGuard {
+    fn drop(&mut self) {
+        // `try_with`: a task dropped during thread teardown is not counted,
+        // which only happens after shutdown.
+        let _ = FINISHED.try_with(|f| f.set(f.get() + 1));
+    }
+}
+
+fn elapsed_ns(from: Instant, to: Instant) -> u64 {
+    u64::try_from(to.duration_since(from).as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The body of worker thread `index`.
+pub(super) fn run(sched: Arc<Scheduler>, index: usize, queue: Worker<Runnable>) {
+    let local = Rc::new(Local {
+        scheduler: Arc::as_ptr(&sched),
+        queue,
+    });
+    LOCAL.with(|cell| {
+        if cell.set(Rc::clone(&local)).is_err() {
+            unreachable!("a thread is the worker of two schedulers");
+        }
+    });
+    let mut worker = WorkerLoop {
+        sched: &sched,
+        index,
+        local: &local,
+        stats: WorkerStats::default(),
+        rng: 0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1),
+    };
+    worker.run();
+    worker.publish();
+}
+
+struct WorkerLoop<'a> {
+    sched: &'a Scheduler,
+    index: usize,
+    local: &'a Local,
+    stats: WorkerStats,
+    rng: u64,
+}
+
+impl WorkerLoop<'_> {
+    fn run(&mut self) {
+        let mut since_background = 0u32;
+        let mut last = Instant::now();
+        loop {
+            if let Some(runnable) = self.find_task() {
+                let start = Instant::now();
+                runnable.run();
+                let end = Instant::now();
+                self.stats.polls += 1;
+                self.stats.exec_ns += elapsed_ns(start, end);
+                self.stats.func_ns += elapsed_ns(last, end);
+                last = end;
+                since_background += 1;
+                if since_background >= BACKGROUND_INTERVAL {
+                    since_background = 0;
+                    self.background(true);
+                    last = Instant::now();
+                }
+                continue;
+            }
+            if self.sched.is_shut_down() {
+                return;
+            }
+            since_background = 0;
+            if self.background(false) {
+                last = Instant::now();
+                continue;
+            }
+            let idle_start = Instant::now();
+            if !self.spin() {
+                self.publish();
+                let sched = self.sched;
+                sched.sleep.park(sched.background(), || {
+                    sched.has_work() || sched.is_shut_down()
+                });
+            }
+            last = Instant::now();
+            self.stats.idle_ns += elapsed_ns(idle_start, last);
+        }
+    }
+
+    /// Spins a little while; returns whether work showed up.
+    fn spin(&self) -> bool {
+        let backoff = Backoff::new();
+        for _ in 0..SPIN_ROUNDS {
+            backoff.snooze();
+            if self.sched.has_work() || self.sched.is_shut_down() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Runs the background work once. Time spent counts as background time
+    /// when the worker was busy or when the call did something; an idle
+    /// worker's empty poll counts as idle time.
+    fn background(&mut self, busy: bool) -> bool {
+        self.publish();
+        let start = Instant::now();
+        let did = self.sched.background().poll();
+        let ns = elapsed_ns(start, Instant::now());
+        if busy || did {
+            self.stats.background_ns += ns;
+        } else {
+            self.stats.idle_ns += ns;
+        }
+        did
+    }
+
+    fn publish(&mut self) {
+        self.stats.finished = FINISHED.with(Cell::get);
+        self.sched.published[self.index].publish(&self.stats);
+    }
+
+    fn next_random(&mut self) -> u64 {
+        // xorshift64: only used to pick a steal victim.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
+    }
+
+    fn find_task(&mut self) -> Option<Runnable> {
+        if let Some(runnable) = self.local.queue.pop() {
+            return Some(runnable);
+        }
+        let n = self.sched.stealers.len();
+        loop {
+            let mut retry = false;
+            match self.sched.injector.steal_batch_and_pop(&self.local.queue) {
+                Steal::Success(runnable) => return Some(runnable),
+                Steal::Retry => retry = true,
+                Steal::Empty => {}
+            }
+            let start = usize::try_from(self.next_random()).unwrap_or(0) % n;
+            for offset in 0..n {
+                let victim = (start + offset) % n;
+                if victim == self.index {
+                    continue;
+                }
+                match self.sched.stealers[victim].steal() {
+                    Steal::Success(runnable) => {
+                        self.stats.steals += 1;
+                        return Some(runnable);
+                    }
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+            }
+            if !retry {
+                return None;
+            }
+        }
+    }
+}

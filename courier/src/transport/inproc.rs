@@ -1,0 +1,166 @@
+//! The in-process transport: every locality is a thread pool of this process
+//! and a frame is moved (not copied) into the receiver's inbox.
+//!
+//! Frames are still fully encoded and decoded, so this transport exercises
+//! the same code as a network one, minus the sockets.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::{Sink, Transport, check_frame_len};
+use crate::parcel::FRAME_HEADROOM;
+use crate::runtime::LocalityId;
+use crate::sched::BlockOutcome;
+
+enum Delivery {
+    Frame(LocalityId, Vec<u8>),
+    Lost(LocalityId, String),
+}
+
+#[derive(Default)]
+struct InboxState {
+    queue: VecDeque<Delivery>,
+    woken: bool,
+    /// Peers this locality can no longer talk to.
+    lost: Vec<LocalityId>,
+}
+
+#[derive(Default)]
+struct Inbox {
+    state: Mutex<InboxState>,
+    ready: Condvar,
+}
+
+/// The inboxes of every locality of one in-process job.
+#[derive(Default)]
+pub(crate) struct Fabric {
+    inboxes: Vec<Inbox>,
+}
+
+impl Fabric {
+    /// A fabric for `n` localities.
+    pub(crate) fn new(n: u32) -> Arc<Self> {
+        Arc::new(Fabric {
+            inboxes: (0..n).map(|_| Inbox::default()).collect(),
+        })
+    }
+
+    fn push(&self, to: LocalityId, delivery: Delivery) {
+        let inbox = &self.inboxes[to.index()];
+        inbox.state.lock().queue.push_back(delivery);
+        inbox.ready.notify_one();
+    }
+}
+
+/// One locality's end of a [`Fabric`].
+pub(crate) struct Inproc {
+    here: LocalityId,
+    fabric: Arc<Fabric>,
+    max_frame_bytes: usize,
+}
+
+impl std::fmt::Debug for Inproc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inproc")
+            .field("here", &self.here)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inproc {
+    /// Locality `here`'s end of `fabric`.
+    pub(crate) fn new(here: LocalityId, fabric: Arc<Fabric>, max_frame_bytes: usize) -> Self {
+        Inproc {
+            here,
+            fabric,
+            max_frame_bytes,
+        }
+    }
+
+    fn inbox(&self) -> &Inbox {
+        &self.fabric.inboxes[self.here.index()]
+    }
+
+    /// Breaks the link between here and `peer` in both directions.
+    fn break_link(&self, peer: LocalityId, reason: &str) {
+        self.inbox().state.lock().lost.push(peer);
+        self.fabric.inboxes[peer.index()]
+            .state
+            .lock()
+            .lost
+            .push(self.here);
+        self.fabric
+            .push(self.here, Delivery::Lost(peer, reason.to_owned()));
+        self.fabric.push(
+            peer,
+            Delivery::Lost(
+                self.here,
+                format!("{} dropped the connection: {reason}", self.here),
+            ),
+        );
+    }
+
+    fn deliver(&self, sink: &dyn Sink, batch: VecDeque<Delivery>) -> bool {
+        let did = !batch.is_empty();
+        for delivery in batch {
+            match delivery {
+                Delivery::Frame(source, frame) => {
+                    if self.inbox().state.lock().lost.contains(&source) {
+                        continue;
+                    }
+                    let checked = check_frame_len(&frame, self.max_frame_bytes)
+                        .and_then(|()| sink.frame(source, &frame[FRAME_HEADROOM..]));
+                    if let Err(reason) = checked {
+                        self.break_link(source, &reason);
+                    }
+                }
+                Delivery::Lost(peer, reason) => sink.peer_lost(peer, reason),
+            }
+        }
+        did
+    }
+}
+
+impl Transport for Inproc {
+    fn send(&self, dest: LocalityId, frame: Vec<u8>) -> Result<(), String> {
+        if self.inbox().state.lock().lost.contains(&dest) {
+            return Err(format!("{dest} is no longer reachable"));
+        }
+        self.fabric.push(dest, Delivery::Frame(self.here, frame));
+        Ok(())
+    }
+
+    fn poll(&self, sink: &dyn Sink) -> bool {
+        let batch = std::mem::take(&mut self.inbox().state.lock().queue);
+        self.deliver(sink, batch)
+    }
+
+    fn block(&self, sink: &dyn Sink, timeout: Duration) -> BlockOutcome {
+        let batch = {
+            let inbox = self.inbox();
+            let mut state = inbox.state.lock();
+            if state.queue.is_empty() && !state.woken {
+                inbox.ready.wait_for(&mut state, timeout);
+            }
+            state.woken = false;
+            std::mem::take(&mut state.queue)
+        };
+        self.deliver(sink, batch);
+        BlockOutcome::Blocked
+    }
+
+    fn wake(&self) {
+        let inbox = self.inbox();
+        inbox.state.lock().woken = true;
+        inbox.ready.notify_all();
+    }
+
+    fn flush(&self, _sink: &dyn Sink, _timeout: Duration) -> bool {
+        true
+    }
+
+    fn close(&self) {}
+}

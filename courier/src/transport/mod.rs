@@ -1,0 +1,82 @@
+//! Transports: how frames travel between localities.
+//!
+//! A transport moves opaque frames (built by [`crate::parcel`]) from one
+//! locality to another, in order per pair of localities, and reports lost
+//! peers. It has no threads of its own: the scheduler's workers drive it as
+//! their background work ([`Transport::poll`], [`Transport::block`]), and
+//! everything received is handed to a [`Sink`] on the thread that drove it.
+//!
+//! - [`inproc`]: localities are thread pools of one process.
+//! - [`tcp`]: localities are processes connected by TCP sockets.
+
+pub(crate) mod inproc;
+pub(crate) mod tcp;
+
+use std::time::Duration;
+
+use crate::parcel::FRAME_HEADROOM;
+use crate::runtime::LocalityId;
+use crate::sched::BlockOutcome;
+
+/// Where a transport delivers what it receives.
+pub(crate) trait Sink: Send + Sync {
+    /// A frame from `source`, without its headroom. An `Err` says the frame
+    /// broke the protocol: the transport then drops the connection to `source`
+    /// and reports it lost with that reason.
+    fn frame(&self, source: LocalityId, bytes: &[u8]) -> Result<(), String>;
+
+    /// `peer` is gone (its process died, its connection broke, or it broke
+    /// the protocol). Reported once per peer.
+    fn peer_lost(&self, peer: LocalityId, reason: String);
+}
+
+/// Moves frames between the localities of one job. One instance per locality.
+pub(crate) trait Transport: Send + Sync + 'static {
+    /// Queues `frame` for `dest` and sends as much of it as possible now.
+    /// The frame's first [`FRAME_HEADROOM`] bytes belong to the transport.
+    /// Fails only when `dest` is already known to be lost.
+    fn send(&self, dest: LocalityId, frame: Vec<u8>) -> Result<(), String>;
+
+    /// Reads and writes whatever is ready without blocking; returns whether
+    /// anything was done.
+    fn poll(&self, sink: &dyn Sink) -> bool;
+
+    /// Like [`poll`](Self::poll), but waits up to `timeout` for something to
+    /// happen or for [`wake`](Self::wake). Wake-ups are sticky.
+    fn block(&self, sink: &dyn Sink, timeout: Duration) -> BlockOutcome;
+
+    /// Makes a blocked (or the next) [`block`](Self::block) return.
+    fn wake(&self);
+
+    /// Blocks until every queued frame was handed to the operating system,
+    /// or `timeout` passed; returns whether everything went out. Called at
+    /// shutdown, when no worker drives the transport any more.
+    fn flush(&self, sink: &dyn Sink, timeout: Duration) -> bool;
+
+    /// Closes every connection (at the end of the job).
+    fn close(&self);
+}
+
+/// Checks that a frame fits the `u32` length prefix and the receiver's limit.
+pub(crate) fn check_frame_len(frame: &[u8], max_frame_bytes: usize) -> Result<(), String> {
+    let len = frame.len() - FRAME_HEADROOM;
+    if len > max_frame_bytes {
+        return Err(format!(
+            "a frame of {len} bytes exceeds the limit of {max_frame_bytes} bytes (max_frame_bytes)"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_length_limit_names_both_sizes() {
+        let frame = vec![0u8; FRAME_HEADROOM + 2000];
+        assert!(check_frame_len(&frame, 2000).is_ok());
+        let err = check_frame_len(&frame, 1999).unwrap_err();
+        assert!(err.contains("2000 bytes") && err.contains("1999"), "{err}");
+    }
+}

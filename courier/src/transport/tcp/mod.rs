@@ -1,0 +1,644 @@
+//! The TCP transport: one connection per pair of localities, non-blocking
+//! sockets driven by the workers through a [`mio::Poll`].
+//!
+//! # Sending
+//!
+//! [`Transport::send`] writes the frame (its headroom filled with the `u32`
+//! length) straight to the socket when nothing is queued for that peer, and
+//! queues the rest; the queue drains on the socket's next writable event.
+//! Senders never block and never take the poll lock.
+//!
+//! # Receiving
+//!
+//! Whoever holds the poll lock (one worker at a time; the others skip)
+//! reads every readable socket until it would block, cuts the bytes into
+//! frames and hands each to the [`Sink`]. A frame above `max_frame_bytes` or
+//! one the sink rejects ends the connection: the peer is reported lost.
+//!
+//! # Connecting
+//!
+//! Locality `i` connects to every `j < i` and accepts every `j > i`; each
+//! connection starts with a [`handshake::Hello`] carrying the job secret and
+//! the action-registry fingerprint. The listener stays open afterwards only to
+//! turn late connections away.
+
+mod handshake;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use mio::{Events, Interest, Poll, Token, Waker};
+use parking_lot::Mutex;
+
+use super::{Sink, Transport};
+use crate::runtime::LocalityId;
+use crate::runtime::bootstrap::{STARTUP_TIMEOUT, Secret};
+use crate::sched::BlockOutcome;
+use handshake::{Hello, Refusal};
+
+const WAKER: Token = Token(usize::MAX);
+const LISTENER: Token = Token(usize::MAX - 1);
+
+/// Smallest free space a read buffer offers to `read`.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Bytes of the `u32` length prefix.
+const PREFIX: usize = 4;
+
+/// What is queued for one peer.
+#[derive(Default)]
+struct Outgoing {
+    buf: Vec<u8>,
+    /// Bytes of `buf` already written.
+    written: usize,
+    /// Set when a write failed: the connection is dead.
+    broken: Option<String>,
+}
+
+struct Peer {
+    stream: mio::net::TcpStream,
+    out: Mutex<Outgoing>,
+    /// Whether the loss of this peer was reported to the sink.
+    reported: AtomicBool,
+}
+
+/// Bytes read from one peer, not yet cut into frames: `buf[start..end]`.
+/// `buf` is kept initialised to its full length so that reads need no
+/// zeroing.
+#[derive(Default)]
+struct Incoming {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl Incoming {
+    /// Ensures at least `want` free bytes after `end`, moving the unread
+    /// bytes to the front first.
+    fn make_room(&mut self, want: usize) {
+        if self.buf.len() - self.end >= want {
+            return;
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.buf.len() - self.end < want {
+            let size = (self.end + want).max(2 * self.buf.len()).max(READ_CHUNK);
+            self.buf.resize(size, 0);
+        }
+    }
+}
+
+/// Everything only the thread driving the poll touches.
+struct Driver {
+    poll: Poll,
+    events: Events,
+    incoming: Vec<Incoming>,
+    listener: mio::net::TcpListener,
+}
+
+/// The TCP transport of one locality.
+pub(crate) struct Tcp {
+    here: LocalityId,
+    peers: Vec<Option<Peer>>,
+    driver: Mutex<Driver>,
+    waker: Waker,
+    wake_pending: AtomicBool,
+    max_frame_bytes: usize,
+    hello: Hello,
+}
+
+impl std::fmt::Debug for Tcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tcp")
+            .field("here", &self.here)
+            .finish_non_exhaustive()
+    }
+}
+
+fn startup_error(here: LocalityId, what: impl std::fmt::Display) -> crate::Error {
+    crate::Error::startup(format!("{here}: {what}"))
+}
+
+impl Tcp {
+    /// Connects locality `here` to every other locality of `table` (their
+    /// data addresses), accepting on `listener`.
+    pub(crate) fn connect(
+        here: LocalityId,
+        table: &[SocketAddr],
+        listener: TcpListener,
+        secret: &Secret,
+        fingerprint: u64,
+        max_frame_bytes: usize,
+    ) -> Result<Tcp, crate::Error> {
+        let count = u32::try_from(table.len()).expect("table sized by a u32 count");
+        let hello = Hello::new(secret, count, here.get(), fingerprint);
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        let mut streams: Vec<Option<TcpStream>> = (0..count).map(|_| None).collect();
+        for rank in 0..here.get() {
+            let stream = connect_to(
+                &hello,
+                LocalityId::new(rank),
+                table[rank as usize],
+                deadline,
+            )
+            .map_err(|e| startup_error(here, e))?;
+            streams[rank as usize] = Some(stream);
+        }
+        accept_from(&hello, &listener, &mut streams, deadline)
+            .map_err(|e| startup_error(here, e))?;
+
+        let poll = Poll::new().map_err(|e| startup_error(here, e))?;
+        let waker = Waker::new(poll.registry(), WAKER).map_err(|e| startup_error(here, e))?;
+        let mut peers = Vec::with_capacity(streams.len());
+        for (rank, stream) in streams.into_iter().enumerate() {
+            let Some(stream) = stream else {
+                peers.push(None);
+                continue;
+            };
+            let setup = stream
+                .set_nonblocking(true)
+                .and_then(|()| stream.set_nodelay(true));
+            setup.map_err(|e| startup_error(here, e))?;
+            let mut stream = mio::net::TcpStream::from_std(stream);
+            poll.registry()
+                .register(
+                    &mut stream,
+                    Token(rank),
+                    Interest::READABLE | Interest::WRITABLE,
+                )
+                .map_err(|e| startup_error(here, e))?;
+            peers.push(Some(Peer {
+                stream,
+                out: Mutex::new(Outgoing::default()),
+                reported: AtomicBool::new(false),
+            }));
+        }
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| startup_error(here, e))?;
+        let mut listener = mio::net::TcpListener::from_std(listener);
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .map_err(|e| startup_error(here, e))?;
+        Ok(Tcp {
+            here,
+            driver: Mutex::new(Driver {
+                poll,
+                events: Events::with_capacity(256),
+                incoming: (0..count).map(|_| Incoming::default()).collect(),
+                listener,
+            }),
+            peers,
+            waker,
+            wake_pending: AtomicBool::new(false),
+            max_frame_bytes,
+            hello,
+        })
+    }
+
+    fn peer(&self, rank: LocalityId) -> &Peer {
+        self.peers[rank.index()]
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("{} has no connection to itself", self.here))
+    }
+
+    /// Writes what is queued for `peer` until the socket would block.
+    /// Returns whether anything was written.
+    fn flush_peer(&self, peer: &Peer) -> bool {
+        let mut out = peer.out.lock();
+        let before = out.written;
+        write_queued(&peer.stream, &mut out);
+        out.written != before
+    }
+
+    /// Reports `rank` lost (once) and closes its connection.
+    fn lose(&self, rank: LocalityId, reason: String, sink: &dyn Sink) {
+        let peer = self.peer(rank);
+        peer.out.lock().broken.get_or_insert_with(|| reason.clone());
+        let _ = peer.stream.shutdown(Shutdown::Both);
+        if !peer.reported.swap(true, Ordering::AcqRel) {
+            sink.peer_lost(rank, reason);
+        }
+    }
+
+    /// Runs one poll with `timeout` under the driver lock.
+    fn drive(&self, driver: &mut Driver, sink: &dyn Sink, timeout: Option<Duration>) -> bool {
+        let Driver {
+            poll,
+            events,
+            incoming,
+            listener,
+        } = driver;
+        if let Err(e) = poll.poll(events, timeout) {
+            if e.kind() != ErrorKind::Interrupted {
+                eprintln!("courier: {}: polling the network failed: {e}", self.here);
+            }
+            return false;
+        }
+        let mut did = false;
+        for event in events.iter() {
+            match event.token() {
+                WAKER => self.wake_pending.store(false, Ordering::Release),
+                LISTENER => self.turn_away(listener),
+                Token(rank) => {
+                    let rank = LocalityId::new(u32::try_from(rank).expect("tokens are ranks"));
+                    let peer = self.peer(rank);
+                    if event.is_writable() {
+                        did |= self.flush_peer(peer);
+                    }
+                    if event.is_readable() || event.is_read_closed() || event.is_error() {
+                        did |= self.read_peer(rank, &mut incoming[rank.index()], sink);
+                    }
+                }
+            }
+        }
+        // A write may have failed in a sender, outside the driver.
+        for (rank, peer) in self.peers.iter().enumerate() {
+            if let Some(peer) = peer {
+                if !peer.reported.load(Ordering::Acquire) {
+                    let broken = peer.out.lock().broken.clone();
+                    if let Some(reason) = broken {
+                        self.lose(LocalityId::new(rank as u32), reason, sink);
+                    }
+                }
+            }
+        }
+        did
+    }
+
+    /// Reads everything `rank` sent and delivers the complete frames.
+    fn read_peer(&self, rank: LocalityId, incoming: &mut Incoming, sink: &dyn Sink) -> bool {
+        let peer = self.peer(rank);
+        if peer.reported.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut did = false;
+        loop {
+            incoming.make_room(READ_CHUNK);
+            let got = match (&peer.stream).read(&mut incoming.buf[incoming.end..]) {
+                Ok(0) => {
+                    self.lose(
+                        rank,
+                        "the connection was closed (the process ended?)".into(),
+                        sink,
+                    );
+                    return did;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return did,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.lose(
+                        rank,
+                        format!("reading from the connection failed: {e}"),
+                        sink,
+                    );
+                    return did;
+                }
+            };
+            incoming.end += got;
+            did = true;
+            if let Err(reason) = self.deliver_frames(rank, incoming, sink) {
+                self.lose(rank, reason, sink);
+                return did;
+            }
+        }
+    }
+
+    /// Cuts complete frames off the front of `incoming` and delivers them.
+    fn deliver_frames(
+        &self,
+        rank: LocalityId,
+        incoming: &mut Incoming,
+        sink: &dyn Sink,
+    ) -> Result<(), String> {
+        loop {
+            let available = &incoming.buf[incoming.start..incoming.end];
+            let Some(prefix) = available.get(..PREFIX) else {
+                break;
+            };
+            let len = u32::from_le_bytes(prefix.try_into().expect("4 bytes")) as usize;
+            if len > self.max_frame_bytes {
+                return Err(format!(
+                    "{rank} sent a frame of {len} bytes, above the limit of {} bytes (max_frame_bytes)",
+                    self.max_frame_bytes
+                ));
+            }
+            let Some(frame) = available.get(PREFIX..PREFIX + len) else {
+                // Make room for the whole frame so that it arrives in one piece.
+                incoming.make_room(PREFIX + len - available.len());
+                break;
+            };
+            sink.frame(rank, frame)?;
+            incoming.start += PREFIX + len;
+        }
+        if incoming.start == incoming.end {
+            incoming.start = 0;
+            incoming.end = 0;
+        }
+        Ok(())
+    }
+
+    /// Accepts connections that come after start-up and turns them away,
+    /// checking their hello on a short-lived thread to say why.
+    fn turn_away(&self, listener: &mio::net::TcpListener) {
+        while let Ok((stream, from)) = listener.accept() {
+            let ours = self.hello;
+            let here = self.here;
+            let check = move || {
+                let mut stream = TcpStream::from(stream);
+                stream.set_nonblocking(false).ok()?;
+                stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+                let why = match Hello::read(&mut stream) {
+                    Ok(Ok(theirs)) => match handshake::check(&ours, &theirs, |_| false) {
+                        Err(Refusal::Stranger(why)) => why,
+                        _ => "every locality is connected already".into(),
+                    },
+                    Ok(Err(why)) => why,
+                    Err(e) => format!("no hello: {e}"),
+                };
+                eprintln!("courier: {here}: rejected a connection from {from}: {why}");
+                Some(())
+            };
+            let _ = std::thread::Builder::new()
+                .name("courier-reject".into())
+                .spawn(check);
+        }
+    }
+}
+
+/// Writes `out`'s queued bytes until done or the socket would block.
+fn write_queued(stream: &mio::net::TcpStream, out: &mut Outgoing) {
+    while out.broken.is_none() && out.written < out.buf.len() {
+        match (&*stream).write(&out.buf[out.written..]) {
+            Ok(0) => out.broken = Some("the connection accepts no more data".into()),
+            Ok(n) => out.written += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => out.broken = Some(format!("writing to the connection failed: {e}")),
+        }
+    }
+    if out.written == out.buf.len() {
+        out.buf.clear();
+        out.written = 0;
+        if out.buf.capacity() > 4 * READ_CHUNK {
+            out.buf.shrink_to(READ_CHUNK);
+        }
+    }
+}
+
+impl Transport for Tcp {
+    fn send(&self, dest: LocalityId, mut frame: Vec<u8>) -> Result<(), String> {
+        let len =
+            u32::try_from(frame.len() - PREFIX).map_err(|_| "a frame above 4 GiB".to_owned())?;
+        frame[..PREFIX].copy_from_slice(&len.to_le_bytes());
+        let peer = self.peer(dest);
+        let mut out = peer.out.lock();
+        if let Some(reason) = &out.broken {
+            return Err(reason.clone());
+        }
+        if out.buf.is_empty() {
+            out.buf = frame;
+        } else {
+            out.buf.extend_from_slice(&frame);
+        }
+        write_queued(&peer.stream, &mut out);
+        if out.broken.is_some() {
+            // Let the driver report the loss to the sink.
+            drop(out);
+            self.wake();
+        }
+        Ok(())
+    }
+
+    fn poll(&self, sink: &dyn Sink) -> bool {
+        match self.driver.try_lock() {
+            Some(mut driver) => self.drive(&mut driver, sink, Some(Duration::ZERO)),
+            None => false,
+        }
+    }
+
+    fn block(&self, sink: &dyn Sink, timeout: Duration) -> BlockOutcome {
+        match self.driver.try_lock() {
+            Some(mut driver) => {
+                self.drive(&mut driver, sink, Some(timeout));
+                BlockOutcome::Blocked
+            }
+            None => BlockOutcome::Busy,
+        }
+    }
+
+    fn wake(&self) {
+        if !self.wake_pending.swap(true, Ordering::AcqRel) {
+            if let Err(e) = self.waker.wake() {
+                eprintln!(
+                    "courier: {}: waking the network driver failed: {e}",
+                    self.here
+                );
+            }
+        }
+    }
+
+    fn flush(&self, sink: &dyn Sink, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let queued = self.peers.iter().flatten().any(|p| {
+                let out = p.out.lock();
+                out.broken.is_none() && !out.buf.is_empty()
+            });
+            if !queued {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            let mut driver = self.driver.lock();
+            self.drive(&mut driver, sink, Some(Duration::from_millis(10)));
+        }
+    }
+
+    fn close(&self) {
+        for peer in self.peers.iter().flatten() {
+            peer.reported.store(true, Ordering::Release);
+            let _ = peer.stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// Connects to locality `rank` at `addr` and introduces ourselves.
+fn connect_to(
+    hello: &Hello,
+    rank: LocalityId,
+    addr: SocketAddr,
+    deadline: Instant,
+) -> Result<TcpStream, String> {
+    let mut stream = loop {
+        match TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
+            Ok(stream) => break stream,
+            Err(e) if Instant::now() > deadline => {
+                return Err(format!("cannot connect to {rank} at {addr}: {e}"));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    let timeout = deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_secs(1));
+    let ack = stream
+        .set_read_timeout(Some(timeout))
+        .and_then(|()| stream.write_all(&hello.encode()))
+        .and_then(|()| handshake::read_ack(&mut stream));
+    match ack {
+        Ok(Ok(())) => Ok(stream),
+        Ok(Err(reason)) => Err(format!("{rank} refused the connection: {reason}")),
+        Err(e) => Err(format!(
+            "{rank} at {addr} did not accept the connection: {e}"
+        )),
+    }
+}
+
+/// Accepts the connections of every rank above ours.
+fn accept_from(
+    hello: &Hello,
+    listener: &TcpListener,
+    streams: &mut [Option<TcpStream>],
+    deadline: Instant,
+) -> Result<(), String> {
+    let here = hello.rank;
+    let expected = |streams: &[Option<TcpStream>], rank: u32| {
+        rank > here && (rank as usize) < streams.len() && streams[rank as usize].is_none()
+    };
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    while (here + 1..hello.count).any(|r| streams[r as usize].is_none()) {
+        if Instant::now() > deadline {
+            let missing: Vec<String> = (here + 1..hello.count)
+                .filter(|r| streams[*r as usize].is_none())
+                .map(|r| LocalityId::new(r).to_string())
+                .collect();
+            return Err(format!(
+                "{} did not connect within {STARTUP_TIMEOUT:?}",
+                missing.join(", ")
+            ));
+        }
+        let (mut stream, from) = match listener.accept() {
+            Ok(accepted) => accepted,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            Err(e) => return Err(format!("accepting connections failed: {e}")),
+        };
+        let theirs = stream
+            .set_nonblocking(false)
+            .and_then(|()| stream.set_read_timeout(Some(Duration::from_secs(10))))
+            .and_then(|()| Hello::read(&mut stream));
+        let theirs = match theirs {
+            Ok(Ok(theirs)) => theirs,
+            Ok(Err(why)) => {
+                eprintln!("courier: locality#{here}: rejected a connection from {from}: {why}");
+                continue;
+            }
+            Err(e) => {
+                eprintln!(
+                    "courier: locality#{here}: rejected a connection from {from}: no hello: {e}"
+                );
+                continue;
+            }
+        };
+        match handshake::check(hello, &theirs, |r| expected(streams, r)) {
+            Ok(rank) => {
+                handshake::write_ack(&mut stream, None)
+                    .map_err(|e| format!("answering {rank}: {e}"))?;
+                stream.set_read_timeout(None).map_err(|e| e.to_string())?;
+                streams[rank.index()] = Some(stream);
+            }
+            Err(Refusal::Stranger(why)) => {
+                eprintln!("courier: locality#{here}: rejected a connection from {from}: {why}");
+            }
+            Err(Refusal::Explained(why)) => {
+                let _ = handshake::write_ack(&mut stream, Some(&why));
+                return Err(why);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Connects a mesh of `n` localities in threads, as start-up does.
+    fn mesh(n: u32, fingerprints: impl Fn(u32) -> u64) -> Vec<Result<Tcp, crate::Error>> {
+        let secret = Secret::random().unwrap();
+        let listeners: Vec<TcpListener> = (0..n)
+            .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let table: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
+        let threads: Vec<_> = listeners
+            .into_iter()
+            .enumerate()
+            .map(|(rank, listener)| {
+                let table = table.clone();
+                let fingerprint = fingerprints(rank as u32);
+                std::thread::spawn(move || {
+                    Tcp::connect(
+                        LocalityId::new(rank as u32),
+                        &table,
+                        listener,
+                        &secret,
+                        fingerprint,
+                        1 << 20,
+                    )
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    }
+
+    #[test]
+    fn localities_built_from_different_binaries_refuse_to_talk() {
+        let results = mesh(2, |rank| 100 + u64::from(rank));
+        let errors: Vec<String> = results
+            .into_iter()
+            .filter_map(Result::err)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errors.iter().any(|e| e.contains("different binary")),
+            "no clear error: {errors:?}"
+        );
+    }
+
+    #[test]
+    fn a_stranger_with_the_wrong_secret_is_turned_away_at_start_up() {
+        let secret = Secret::random().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let table = vec![addr, "127.0.0.1:9".parse().unwrap()];
+        let stranger = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            let wrong = Hello::new(&Secret::random().unwrap(), 2, 1, 5);
+            s.write_all(&wrong.encode()).unwrap();
+            let mut byte = [0u8; 1];
+            // Closed without an answer.
+            assert_eq!(s.read(&mut byte).unwrap_or(0), 0);
+            // The real locality#1 connects next.
+            let real = Hello::new(&secret, 2, 1, 5);
+            connect_to(
+                &real,
+                LocalityId::new(0),
+                addr,
+                Instant::now() + Duration::from_secs(10),
+            )
+        });
+        let tcp = Tcp::connect(LocalityId::new(0), &table, listener, &secret, 5, 1 << 20);
+        assert!(tcp.is_ok(), "{:?}", tcp.err());
+        assert!(stranger.join().unwrap().is_ok());
+    }
+}
