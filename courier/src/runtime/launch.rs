@@ -14,7 +14,7 @@
 //!
 //! Only locality 0 runs main and returns from [`launch`]. Every other
 //! locality serves calls until the root stops the job and then exits the
-//! process with status 0, or with status 1 when it lost a peer.
+//! process with status 0, or with status 1 when it lost the root.
 
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener};
@@ -332,8 +332,10 @@ where
 fn serve_until_shutdown(locality: &Arc<Locality>) -> ! {
     let mut control = locality.control.lock();
     loop {
-        if let Some((peer, why)) = control.lost.first() {
-            report!(locality.here, "stopping: {peer} failed: {why}");
+        // Losing another locality fails the calls that involve it; the root,
+        // connected to every locality, sees the loss too and ends the job.
+        if let Some((_, why)) = control.lost.iter().find(|(l, _)| *l == LocalityId::ROOT) {
+            report!(locality.here, "stopping: lost the root locality: {why}");
             std::process::exit(1);
         }
         if control.shutdown_requested {

@@ -1,0 +1,287 @@
+//! Failures end as errors with clear messages, never as hangs or crashes of
+//! healthy localities: handler panics, unknown actions, malformed and
+//! oversized frames, lost peers, bad configuration.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use courier::{Action, Config, Error, LocalityId, Transport};
+
+#[courier::action]
+fn explode(message: String) -> u32 {
+    panic!("{message}")
+}
+
+#[courier::action]
+fn double(x: u64) -> u64 {
+    2 * x
+}
+
+fn panics_become_errors(config: Config) {
+    courier::launch(config, |rt| async move {
+        let err = rt
+            .call(rt.locality(1), explode, ("kaboom".into(),))
+            .await
+            .unwrap_err();
+        assert!(err.is_panic(), "{err}");
+        assert_eq!(err.panic_message(), Some("kaboom"));
+        assert!(
+            err.to_string().contains("explode") && err.to_string().contains("locality#1"),
+            "{err}"
+        );
+        // Locally too, without the network.
+        let err = rt
+            .call(rt.here(), explode, ("local".into(),))
+            .await
+            .unwrap_err();
+        assert_eq!(err.panic_message(), Some("local"));
+        // The locality that panicked is still healthy.
+        assert_eq!(rt.call(rt.locality(1), double, (21,)).await?, 42);
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn handler_panic_is_an_error_inproc() {
+    panics_become_errors(common::inproc(2));
+}
+
+#[test]
+fn handler_panic_is_an_error_tcp() {
+    panics_become_errors(common::tcp("handler_panic_is_an_error_tcp", 2));
+}
+
+/// An action implemented by hand and deliberately not registered, as if the
+/// receiver ran a different binary.
+#[derive(Clone, Copy, Debug, Default)]
+struct Unregistered;
+
+impl Action for Unregistered {
+    type Args = ();
+    type Output = u8;
+    const NAME: &'static str = "tests::Unregistered";
+
+    async fn invoke(self, (): ()) -> u8 {
+        7
+    }
+}
+
+#[test]
+fn unknown_action_is_an_error() {
+    courier::launch(
+        common::tcp("unknown_action_is_an_error", 2),
+        |rt| async move {
+            let err = rt.call(rt.locality(1), Unregistered, ()).await.unwrap_err();
+            assert!(err.is_unknown_action(), "{err}");
+            assert!(err.to_string().contains("same binary"), "{err}");
+            assert_eq!(rt.call(rt.locality(1), double, (2,)).await?, 4);
+            Ok(())
+        },
+    )
+    .unwrap();
+}
+
+#[test]
+fn calls_to_missing_localities_fail_at_once() {
+    courier::launch(common::inproc(2), |rt| async move {
+        let err = rt.call(LocalityId::new(5), double, (1,)).await.unwrap_err();
+        assert!(err.is_no_such_locality(), "{err}");
+        assert!(
+            rt.post(LocalityId::new(2), double, (1,))
+                .unwrap_err()
+                .is_no_such_locality()
+        );
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// A frame no locality accepts.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+enum BadFrame {
+    /// A valid header followed by a parcel of an unknown kind.
+    Garbage,
+    /// A frame of this many bytes.
+    Oversized(u32),
+}
+
+/// Sends a bad raw frame to the root.
+#[courier::action]
+fn send_raw_to_root(bad: BadFrame) {
+    let body = match bad {
+        BadFrame::Garbage => {
+            let mut body = courier::__private::frame_header(LocalityId::new(1));
+            body.extend_from_slice(&[1, 0, 0, 0, 9, 9, 9]);
+            body
+        }
+        BadFrame::Oversized(len) => vec![0; len as usize],
+    };
+    let rt = courier::current();
+    courier::__private::send_raw_frame(&rt, LocalityId::ROOT, &body).expect("raw send failed");
+}
+
+#[courier::action]
+async fn never_returns() -> u8 {
+    std::future::pending().await
+}
+
+/// Locality 1 sends the root a frame it cannot accept; the root drops the
+/// connection, the pending call fails, and the job fails naming the cause.
+fn bad_frame_fails_the_job(config: Config, bad: BadFrame, cause: &'static str) {
+    let result = courier::launch(config, move |rt| async move {
+        let waiting = rt.call(rt.locality(1), never_returns, ());
+        rt.post(rt.locality(1), send_raw_to_root, (bad,))?;
+        let err = waiting.await.unwrap_err();
+        assert!(err.is_peer_lost(), "{err}");
+        assert!(err.to_string().contains(cause), "{err}");
+        Ok(())
+    });
+    match result {
+        Err(Error::LocalitiesLost(lost)) => {
+            assert_eq!(lost[0].0, LocalityId::new(1));
+            assert!(lost[0].1.contains(cause), "{lost:?}");
+        }
+        other => panic!("the job did not fail: {other:?}"),
+    }
+}
+
+#[test]
+fn malformed_frame_fails_the_sender_inproc() {
+    bad_frame_fails_the_job(common::inproc(2), BadFrame::Garbage, "malformed frame");
+}
+
+#[test]
+fn malformed_frame_fails_the_sender_tcp() {
+    bad_frame_fails_the_job(
+        common::tcp("malformed_frame_fails_the_sender_tcp", 2),
+        BadFrame::Garbage,
+        "malformed frame",
+    );
+}
+
+#[test]
+fn oversized_frame_fails_the_sender_tcp() {
+    let config = common::tcp("oversized_frame_fails_the_sender_tcp", 2).max_frame_bytes(64 * 1024);
+    bad_frame_fails_the_job(config, BadFrame::Oversized(100_000), "above the limit");
+}
+
+#[courier::action]
+fn echo(bytes: Vec<u8>) -> Vec<u8> {
+    bytes
+}
+
+#[courier::action]
+fn make(len: u32) -> Vec<u8> {
+    vec![1; len as usize]
+}
+
+#[test]
+fn oversized_calls_and_results_are_errors() {
+    let config =
+        common::tcp("oversized_calls_and_results_are_errors", 2).max_frame_bytes(64 * 1024);
+    courier::launch(config, |rt| async move {
+        let err = rt
+            .call(rt.locality(1), echo, (vec![0; 100_000],))
+            .await
+            .unwrap_err();
+        assert!(
+            err.is_codec() && err.to_string().contains("max_frame_bytes"),
+            "{err}"
+        );
+        let err = rt.call(rt.locality(1), make, (100_000,)).await.unwrap_err();
+        assert!(
+            err.is_codec() && err.to_string().contains("max_frame_bytes"),
+            "{err}"
+        );
+        assert_eq!(rt.call(rt.locality(1), make, (1000,)).await?.len(), 1000);
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// Ends this process shortly, as a crash would.
+#[courier::action]
+fn die_soon(code: i32) {
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        std::process::exit(code);
+    });
+}
+
+#[test]
+fn killed_peer_fails_its_callers_within_a_second() {
+    let result = courier::launch(
+        common::tcp("killed_peer_fails_its_callers_within_a_second", 3),
+        |rt| async move {
+            let waiting: Vec<_> = (0..10)
+                .map(|_| rt.call(rt.locality(1), never_returns, ()))
+                .collect();
+            let start = Instant::now();
+            rt.post(rt.locality(1), die_soon, (3,))?;
+            for call in waiting {
+                let err = call.await.unwrap_err();
+                assert!(err.is_peer_lost(), "{err}");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(1),
+                "took {:?}",
+                start.elapsed()
+            );
+            // New calls to the lost locality fail at once; the others still work.
+            assert!(
+                rt.call(rt.locality(1), double, (1,))
+                    .await
+                    .unwrap_err()
+                    .is_peer_lost()
+            );
+            assert_eq!(rt.call(rt.locality(2), double, (4,)).await?, 8);
+            Ok(())
+        },
+    );
+    let Err(Error::LocalitiesLost(lost)) = result else {
+        panic!("the job did not fail: {result:?}");
+    };
+    let message = Error::LocalitiesLost(lost.clone()).to_string();
+    assert!(
+        lost.iter()
+            .any(|(l, why)| l.get() == 1 && why.contains("exit status: 3")),
+        "{message}"
+    );
+}
+
+#[test]
+fn main_errors_and_panics_are_reported() {
+    let err = courier::launch(common::inproc(2), |_rt| async move {
+        Err::<(), _>("no luck".into())
+    })
+    .unwrap_err();
+    assert!(
+        matches!(err, Error::Main(_)) && err.to_string().contains("no luck"),
+        "{err}"
+    );
+    let err = courier::launch(common::inproc(1), |_rt| async move {
+        if true {
+            panic!("main blew up");
+        }
+        Ok(())
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("main blew up"), "{err}");
+}
+
+#[test]
+fn bad_configuration_is_a_clear_error() {
+    let err = courier::launch(Config::new().localities(0), |_rt| async { Ok(()) }).unwrap_err();
+    assert!(matches!(err, Error::Config(_)), "{err}");
+    let err = courier::launch(common::inproc(2).workers(0), |_rt| async { Ok(()) }).unwrap_err();
+    assert!(err.to_string().contains("worker"), "{err}");
+    assert!(
+        "udp"
+            .parse::<Transport>()
+            .unwrap_err()
+            .to_string()
+            .contains("udp")
+    );
+}

@@ -1,0 +1,107 @@
+//! Stress tests of the scheduler through the public API: exact task counts,
+//! no lost wake-ups, tasks that spawn tasks.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::channel::mpsc;
+use futures::{SinkExt, StreamExt};
+
+/// Every task of a fan-out tree runs exactly once, on several workers.
+#[test]
+fn spawned_tree_runs_every_task_once() {
+    fn tree(
+        rt: courier::Runtime,
+        depth: u32,
+        count: Arc<AtomicU64>,
+    ) -> futures::future::BoxFuture<'static, u64> {
+        Box::pin(async move {
+            count.fetch_add(1, Ordering::Relaxed);
+            if depth == 0 {
+                return 1;
+            }
+            let children: Vec<_> = (0..4)
+                .map(|_| rt.spawn(tree(rt.clone(), depth - 1, Arc::clone(&count))))
+                .collect();
+            let mut leaves = 0;
+            for c in children {
+                leaves += c.await;
+            }
+            leaves
+        })
+    }
+    for workers in [1, 2, 4] {
+        let count = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&count);
+        let leaves = courier::launch(common::inproc(1).workers(workers), move |rt| async move {
+            Ok(tree(rt.clone(), 7, counted).await)
+        })
+        .unwrap();
+        assert_eq!(leaves, 4u64.pow(7));
+        assert_eq!(
+            count.load(Ordering::Relaxed),
+            (0..=7).map(|d| 4u64.pow(d)).sum::<u64>()
+        );
+    }
+}
+
+/// Tasks that wait on each other in a ring pass a token many times: a lost
+/// wake-up would hang the test (bounded by the harness timeout of CI).
+#[test]
+fn ring_of_tasks_never_loses_a_wakeup() {
+    const TASKS: usize = 8;
+    const LAPS: u64 = 2_000;
+    for workers in [1, 3] {
+        let laps = courier::launch(common::inproc(1).workers(workers), |rt| async move {
+            let (senders, receivers): (Vec<_>, Vec<_>) =
+                (0..TASKS).map(|_| mpsc::channel::<u64>(1)).unzip();
+            let mut handles = Vec::new();
+            for (i, mut rx) in receivers.into_iter().enumerate() {
+                let mut next = senders[(i + 1) % TASKS].clone();
+                handles.push(rt.spawn(async move {
+                    while let Some(token) = rx.next().await {
+                        if token == LAPS * TASKS as u64 {
+                            return token;
+                        }
+                        if next.send(token + 1).await.is_err() {
+                            return token;
+                        }
+                    }
+                    0
+                }));
+            }
+            senders[0].clone().send(0).await?;
+            drop(senders);
+            let mut last = 0;
+            for h in handles {
+                last = last.max(h.await);
+            }
+            Ok(last)
+        })
+        .unwrap();
+        assert_eq!(laps, LAPS * TASKS as u64);
+    }
+}
+
+/// Work injected from outside the workers (the launch thread) is picked up
+/// even when every worker sleeps.
+#[test]
+fn tasks_spawned_from_outside_wake_sleeping_workers() {
+    let total = courier::launch(common::inproc(1).workers(2), |rt| async move {
+        let rt2 = rt.clone();
+        let outside = std::thread::spawn(move || {
+            let mut sum = 0;
+            for i in 0..500u64 {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+                sum += futures::executor::block_on(rt2.spawn(async move { i }));
+            }
+            sum
+        });
+        let sum = rt.spawn(async move { outside.join().unwrap() }).await;
+        Ok(sum)
+    })
+    .unwrap();
+    assert_eq!(total, (0..500).sum::<u64>());
+}
