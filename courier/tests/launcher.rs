@@ -48,11 +48,13 @@ fn launched_job_of_three_runs_main_once() {
 #[test]
 fn launcher_reports_a_failing_job() {
     if std::env::var_os("COURIER_RANK").is_some() {
-        courier::launch(Config::new(), |_rt| async {
+        let result = courier::launch(Config::new(), |_rt| async {
             Err::<(), _>("deliberate failure".into())
-        })
-        .unwrap();
-        return;
+        });
+        // Locality 0 ends the process as a failing program would, without
+        // a failing test in the output.
+        assert!(result.is_err());
+        std::process::exit(3);
     }
     let exe = std::env::current_exe().unwrap();
     let status = Launcher::new(
@@ -62,7 +64,7 @@ fn launcher_reports_a_failing_job() {
     )
     .run()
     .unwrap();
-    assert!(!status.success());
+    assert_eq!(status.code(), Some(3));
 }
 
 #[test]

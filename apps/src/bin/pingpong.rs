@@ -211,8 +211,8 @@ mod tests {
             .map(|&s| (s, Duration::from_secs_f64(2.0 * (5e-6 + 0.2e-9 * s as f64))))
             .collect();
         let (alpha, beta) = fit(&points);
-        assert!((alpha - 5.0).abs() < 1e-6, "{alpha}");
-        assert!((beta - 0.2).abs() < 1e-9, "{beta}");
+        assert!((alpha - 5.0).abs() < 1e-3, "{alpha}");
+        assert!((beta - 0.2).abs() < 1e-6, "{beta}");
     }
 
     #[test]
