@@ -7,10 +7,11 @@
 
 use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, ExitStatus};
 use std::time::Duration;
 
 use crate::runtime::bootstrap::{self, Secret};
+use crate::runtime::job::{Children, JobEnv};
 use crate::{Error, LocalityId};
 
 /// A job to launch: a program, its arguments and the number of localities.
@@ -64,40 +65,26 @@ impl Launcher {
         let root = rendezvous
             .local_addr()
             .map_err(|e| Error::startup(format!("rendezvous address: {e}")))?;
-        let mut children: Vec<(LocalityId, Child)> = Vec::new();
-        let started = (0..self.count).try_for_each(|rank| {
-            let child = Command::new(&self.program)
-                .args(&self.args)
-                .env("COURIER_RANK", rank.to_string())
-                .env("COURIER_LOCALITIES", self.count.to_string())
-                .env("COURIER_ROOT", root.to_string())
-                .env("COURIER_SECRET", secret.to_hex())
-                .env("COURIER_LAUNCHER", "1")
-                .env("COURIER_TRANSPORT", "tcp")
-                .env("COURIER_LOCAL_LOCALITIES", self.count.to_string())
-                .spawn()
-                .map_err(|e| Error::startup(format!("cannot start {:?}: {e}", self.program)))?;
-            children.push((LocalityId::new(rank), child));
-            Ok::<(), Error>(())
-        });
-        let served = started.and_then(|()| {
-            bootstrap::serve(&rendezvous, self.count, &secret, None, &mut || {
-                for (rank, child) in &mut children {
-                    if let Ok(Some(status)) = child.try_wait() {
-                        return Err(format!("{rank} exited with {status} before it joined"));
-                    }
-                }
-                Ok(())
-            })
-        });
-        if let Err(e) = served {
-            for (_, child) in &mut children {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-            return Err(e);
+        let mut children = Children::default();
+        for rank in 0..self.count {
+            let job = JobEnv {
+                rank,
+                count: self.count,
+                root,
+                secret,
+                launcher: true,
+                local_localities: self.count,
+            };
+            children.spawn(
+                LocalityId::new(rank),
+                job.command(&self.program, &self.args),
+            )?;
         }
-        wait_all(children)
+        // On an error the dropped `children` kill every process started.
+        bootstrap::serve(&rendezvous, self.count, &secret, None, &mut || {
+            children.check_running()
+        })?;
+        wait_all(children.into_inner())
     }
 }
 

@@ -160,7 +160,7 @@ impl Runtime {
             locality: l.here,
             request,
         });
-        self.send_call::<A>(dest, reply, &args, Some(request));
+        self.send_pending_call::<A>(dest, reply, &args, request);
         CallFuture::remote(A::NAME, dest, rx)
     }
 
@@ -186,11 +186,8 @@ impl Runtime {
             }));
             return Ok(());
         }
-        let mut frame = FrameBuilder::new(l.here);
-        frame
-            .push_call(A::ID, ReplyTo::Nobody, &args)
-            .map_err(|e| error(Failure::EncodeArgs(e.to_string())))?;
-        l.send_parcels(dest, frame).map_err(error)
+        self.send_call::<A>(dest, ReplyTo::Nobody, &args)
+            .map_err(error)
     }
 
     /// Calls `action(args)` on `dest` and passes its result, as the only
@@ -246,34 +243,40 @@ impl Runtime {
                 request,
             }),
         };
-        self.send_call::<A>(dest, reply, &args, Some(request));
+        self.send_pending_call::<A>(dest, reply, &args, request);
         CallFuture::remote(C::NAME, then_dest, rx)
     }
 
-    /// Encodes a call of `A` and sends it to `dest` (or runs it here). A
-    /// failure completes the pending `request`.
+    /// Encodes a call of `A` and sends it to `dest`, or runs it here.
     fn send_call<A: Action>(
         &self,
         dest: LocalityId,
         reply: ReplyTo,
         args: &A::Args,
-        request: Option<u64>,
-    ) {
+    ) -> Result<(), Failure> {
         let l = &self.locality;
+        let encode_error = |e: postcard::Error| Failure::EncodeArgs(e.to_string());
+        if dest == l.here {
+            let args = postcard::to_allocvec(args).map_err(encode_error)?;
+            l.run_call(A::ID, reply, args);
+            return Ok(());
+        }
         let mut frame = FrameBuilder::new(l.here);
-        let sent = match frame.push_call(A::ID, reply, args) {
-            Err(e) => Err(Failure::EncodeArgs(e.to_string())),
-            Ok(()) if dest == l.here => {
-                let Ok(args) = postcard::to_allocvec(args) else {
-                    unreachable!("the arguments encoded once already")
-                };
-                l.run_call(A::ID, reply, args);
-                Ok(())
-            }
-            Ok(()) => l.send_parcels(dest, frame),
-        };
-        if let (Err(failure), Some(request)) = (sent, request) {
-            l.pending.complete(request, Err(failure));
+        frame.push_call(A::ID, reply, args).map_err(encode_error)?;
+        l.send_parcels(dest, frame)
+    }
+
+    /// Sends a call whose result completes the pending `request`; a failure
+    /// to send completes it at once.
+    fn send_pending_call<A: Action>(
+        &self,
+        dest: LocalityId,
+        reply: ReplyTo,
+        args: &A::Args,
+        request: u64,
+    ) {
+        if let Err(failure) = self.send_call::<A>(dest, reply, args) {
+            self.locality.pending.complete(request, Err(failure));
         }
     }
 }

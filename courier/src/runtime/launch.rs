@@ -19,11 +19,11 @@
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener};
 use std::panic::AssertUnwindSafe;
-use std::process::{Child, Command};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::bootstrap::{self, Secret};
+use super::job::{Children, JobEnv};
 use super::locality::{Locality, report};
 use super::termination::{shut_down_peers, wait_for_quiescence};
 use super::{BoxError, Config, Error, LocalityId, Runtime, Transport, panic_message};
@@ -83,61 +83,6 @@ where
     }
 }
 
-/// What a launcher told this process through the environment.
-#[derive(Debug)]
-struct JobEnv {
-    rank: u32,
-    count: u32,
-    root: SocketAddr,
-    secret: Secret,
-    launcher: bool,
-    local_localities: u32,
-}
-
-impl JobEnv {
-    fn from_env() -> Result<Option<JobEnv>, Error> {
-        let Ok(rank) = std::env::var("COURIER_RANK") else {
-            return Ok(None);
-        };
-        let var = |name: &str| {
-            std::env::var(name)
-                .map_err(|_| Error::Config(format!("COURIER_RANK is set but {name} is not")))
-        };
-        let parse = |name: &str, value: &str| -> Result<u32, Error> {
-            value
-                .trim()
-                .parse()
-                .map_err(|e| Error::Config(format!("{name}={value:?}: {e}")))
-        };
-        let count = parse("COURIER_LOCALITIES", &var("COURIER_LOCALITIES")?)?;
-        let rank = parse("COURIER_RANK", &rank)?;
-        if rank >= count {
-            return Err(Error::Config(format!(
-                "COURIER_RANK={rank} but the job has {count} localities"
-            )));
-        }
-        let root = var("COURIER_ROOT")?;
-        let root = std::net::ToSocketAddrs::to_socket_addrs(&root)
-            .ok()
-            .and_then(|mut a| a.next())
-            .ok_or_else(|| {
-                Error::Config(format!("COURIER_ROOT={root:?} is not a host:port address"))
-            })?;
-        let local_localities = match std::env::var("COURIER_LOCAL_LOCALITIES") {
-            Ok(v) => parse("COURIER_LOCAL_LOCALITIES", &v)?,
-            Err(_) => 1,
-        };
-        Ok(Some(JobEnv {
-            rank,
-            count,
-            root,
-            secret: Secret::from_hex(&var("COURIER_SECRET")?)?,
-            launcher: std::env::var("COURIER_LAUNCHER").is_ok_and(|v| v == "1"),
-            local_localities,
-        }))
-    }
-}
-
 /// Runs every locality as a thread pool of this process.
 fn run_threads<T, F, Fut>(config: &Config, main: F) -> Result<T, Error>
 where
@@ -175,9 +120,7 @@ where
 
 fn stop_all(localities: &[Arc<Locality>]) {
     for l in localities {
-        l.set_stopping();
-        l.sched.shutdown();
-        l.transport.close();
+        l.stop();
     }
 }
 
@@ -226,23 +169,15 @@ where
         .unwrap_or_else(|| std::env::args_os().skip(1).collect());
     let mut children = Children::default();
     for rank in 1..count {
-        let child = Command::new(&exe)
-            .args(&args)
-            .env("COURIER_RANK", rank.to_string())
-            .env("COURIER_LOCALITIES", count.to_string())
-            .env("COURIER_ROOT", root_addr.to_string())
-            .env("COURIER_SECRET", secret.to_hex())
-            .env("COURIER_TRANSPORT", "tcp")
-            .env("COURIER_LOCAL_LOCALITIES", count.to_string())
-            .env_remove("COURIER_LAUNCHER")
-            .spawn()
-            .map_err(|e| {
-                Error::startup(format!(
-                    "cannot start locality#{rank} ({}): {e}",
-                    exe.display()
-                ))
-            })?;
-        children.0.push((LocalityId::new(rank), child));
+        let job = JobEnv {
+            rank,
+            count,
+            root: root_addr,
+            secret,
+            launcher: false,
+            local_localities: count,
+        };
+        children.spawn(LocalityId::new(rank), job.command(exe.as_os_str(), &args))?;
     }
     let data = bind(config)?;
     let data_addr = local_addr(&data)?;
@@ -260,8 +195,7 @@ where
         &secret,
     )?;
     let result = run_root(&root, main);
-    root.sched.shutdown();
-    root.transport.close();
+    root.stop();
     let exits = children.wait(CHILD_EXIT_TIMEOUT);
     match result {
         Err(Error::LocalitiesLost(lost)) => Err(Error::LocalitiesLost(
@@ -320,8 +254,7 @@ where
     )?;
     if job.rank == 0 {
         let result = run_root(&locality, main);
-        locality.sched.shutdown();
-        locality.transport.close();
+        locality.stop();
         return result;
     }
     serve_until_shutdown(&locality)
@@ -351,8 +284,7 @@ fn serve_until_shutdown(locality: &Arc<Locality>) -> ! {
             "could not send its last frames within {FLUSH_TIMEOUT:?}"
         );
     }
-    locality.sched.shutdown();
-    locality.transport.close();
+    locality.stop();
     std::process::exit(0);
 }
 
@@ -392,63 +324,4 @@ fn start_tcp_locality(
         config.max_frame_bytes,
     )
     .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))
-}
-
-/// The processes a self-launching root started. Killed if dropped before
-/// they exited (a failed start-up must not leave orphans).
-#[derive(Default)]
-struct Children(Vec<(LocalityId, Child)>);
-
-impl Children {
-    /// Fails if a child exited (before it could have joined the job).
-    fn check_running(&mut self) -> Result<(), String> {
-        for (rank, child) in &mut self.0 {
-            if let Ok(Some(status)) = child.try_wait() {
-                return Err(format!(
-                    "{rank} (process {}) exited with {status} before it joined",
-                    child.id()
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Waits for every child to exit, killing those that take longer than
-    /// `timeout`. Returns how each one ended, for error messages.
-    fn wait(&mut self, timeout: Duration) -> Vec<(LocalityId, String)> {
-        let deadline = Instant::now() + timeout;
-        let mut exits = Vec::new();
-        for (rank, child) in std::mem::take(&mut self.0) {
-            exits.push((rank, wait_child(rank, child, deadline)));
-        }
-        exits
-    }
-}
-
-fn wait_child(rank: LocalityId, mut child: Child, deadline: Instant) -> String {
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return format!("process {} exited with {status}", child.id()),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-            Ok(None) => {
-                eprintln!(
-                    "courier: {rank} (process {}) did not exit; killing it",
-                    child.id()
-                );
-                let _ = child.kill();
-                let _ = child.wait();
-                return format!("process {} had to be killed", child.id());
-            }
-            Err(e) => return format!("waiting for process {} failed: {e}", child.id()),
-        }
-    }
-}
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for (_, child) in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
 }

@@ -141,6 +141,14 @@ impl Locality {
         self.stopping.store(true, Ordering::Release);
     }
 
+    /// Stops this locality: its workers finish their current task and exit,
+    /// queued tasks are dropped, and its connections are closed.
+    pub(crate) fn stop(&self) {
+        self.set_stopping();
+        self.sched.shutdown();
+        self.transport.close();
+    }
+
     /// Whether `dest` is a locality of this job.
     pub(crate) fn check_dest(&self, dest: LocalityId) -> Result<(), Failure> {
         if dest.get() >= self.count {

@@ -12,6 +12,7 @@ pub(crate) mod bootstrap;
 mod config;
 mod error;
 mod handle;
+pub(crate) mod job;
 mod launch;
 mod locality;
 mod locality_id;

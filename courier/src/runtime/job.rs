@@ -1,0 +1,171 @@
+//! The processes of a job: what a launcher tells each one through the
+//! environment ([`JobEnv`]), and the child processes a launcher started
+//! ([`Children`]).
+
+use std::ffi::{OsStr, OsString};
+use std::net::SocketAddr;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use super::bootstrap::Secret;
+use super::{Error, LocalityId};
+
+/// What a launcher told this process through the environment.
+#[derive(Debug)]
+pub(crate) struct JobEnv {
+    /// This process's locality.
+    pub(crate) rank: u32,
+    /// Localities in the job.
+    pub(crate) count: u32,
+    /// Where the rendezvous is served.
+    pub(crate) root: SocketAddr,
+    /// The job secret.
+    pub(crate) secret: Secret,
+    /// Whether a launcher (not rank 0) serves the rendezvous.
+    pub(crate) launcher: bool,
+    /// Localities on this host, to size the worker pools.
+    pub(crate) local_localities: u32,
+}
+
+impl JobEnv {
+    /// Reads the job from `COURIER_*` variables; `None` when `COURIER_RANK`
+    /// is not set (this process was not started as part of a job).
+    pub(crate) fn from_env() -> Result<Option<JobEnv>, Error> {
+        let Ok(rank) = std::env::var("COURIER_RANK") else {
+            return Ok(None);
+        };
+        let var = |name: &str| {
+            std::env::var(name)
+                .map_err(|_| Error::Config(format!("COURIER_RANK is set but {name} is not")))
+        };
+        let parse = |name: &str, value: &str| -> Result<u32, Error> {
+            value
+                .trim()
+                .parse()
+                .map_err(|e| Error::Config(format!("{name}={value:?}: {e}")))
+        };
+        let count = parse("COURIER_LOCALITIES", &var("COURIER_LOCALITIES")?)?;
+        let rank = parse("COURIER_RANK", &rank)?;
+        if rank >= count {
+            return Err(Error::Config(format!(
+                "COURIER_RANK={rank} but the job has {count} localities"
+            )));
+        }
+        let root = var("COURIER_ROOT")?;
+        let root = std::net::ToSocketAddrs::to_socket_addrs(&root)
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| {
+                Error::Config(format!("COURIER_ROOT={root:?} is not a host:port address"))
+            })?;
+        let local_localities = match std::env::var("COURIER_LOCAL_LOCALITIES") {
+            Ok(v) => parse("COURIER_LOCAL_LOCALITIES", &v)?,
+            Err(_) => 1,
+        };
+        Ok(Some(JobEnv {
+            rank,
+            count,
+            root,
+            secret: Secret::from_hex(&var("COURIER_SECRET")?)?,
+            launcher: std::env::var("COURIER_LAUNCHER").is_ok_and(|v| v == "1"),
+            local_localities,
+        }))
+    }
+
+    /// The command that starts `program args` as this locality of the job.
+    pub(crate) fn command(&self, program: &OsStr, args: &[OsString]) -> Command {
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .env("COURIER_RANK", self.rank.to_string())
+            .env("COURIER_LOCALITIES", self.count.to_string())
+            .env("COURIER_ROOT", self.root.to_string())
+            .env("COURIER_SECRET", self.secret.to_hex())
+            .env("COURIER_TRANSPORT", "tcp")
+            .env(
+                "COURIER_LOCAL_LOCALITIES",
+                self.local_localities.to_string(),
+            );
+        if self.launcher {
+            command.env("COURIER_LAUNCHER", "1");
+        } else {
+            command.env_remove("COURIER_LAUNCHER");
+        }
+        command
+    }
+}
+/// The processes a self-launching root or a launcher started. Killed if
+/// dropped before they exited (a failed start-up must not leave orphans).
+#[derive(Debug, Default)]
+pub(crate) struct Children(Vec<(LocalityId, Child)>);
+
+impl Children {
+    /// Starts `command` as locality `rank`.
+    pub(crate) fn spawn(&mut self, rank: LocalityId, mut command: Command) -> Result<(), Error> {
+        let child = command.spawn().map_err(|e| {
+            Error::startup(format!(
+                "cannot start {rank} ({:?}): {e}",
+                command.get_program()
+            ))
+        })?;
+        self.0.push((rank, child));
+        Ok(())
+    }
+
+    /// Hands the processes over; they are no longer killed on drop.
+    pub(crate) fn into_inner(mut self) -> Vec<(LocalityId, Child)> {
+        std::mem::take(&mut self.0)
+    }
+
+    /// Fails if a child exited (before it could have joined the job).
+    pub(crate) fn check_running(&mut self) -> Result<(), String> {
+        for (rank, child) in &mut self.0 {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!(
+                    "{rank} (process {}) exited with {status} before it joined",
+                    child.id()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for every child to exit, killing those that take longer than
+    /// `timeout`. Returns how each one ended, for error messages.
+    pub(crate) fn wait(&mut self, timeout: Duration) -> Vec<(LocalityId, String)> {
+        let deadline = Instant::now() + timeout;
+        let mut exits = Vec::new();
+        for (rank, child) in std::mem::take(&mut self.0) {
+            exits.push((rank, wait_child(rank, child, deadline)));
+        }
+        exits
+    }
+}
+
+fn wait_child(rank: LocalityId, mut child: Child, deadline: Instant) -> String {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return format!("process {} exited with {status}", child.id()),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {
+                eprintln!(
+                    "courier: {rank} (process {}) did not exit; killing it",
+                    child.id()
+                );
+                let _ = child.kill();
+                let _ = child.wait();
+                return format!("process {} had to be killed", child.id());
+            }
+            Err(e) => return format!("waiting for process {} failed: {e}", child.id()),
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
