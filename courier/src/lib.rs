@@ -39,6 +39,7 @@
 extern crate self as courier;
 
 mod action;
+mod counters;
 pub mod launcher;
 mod parcel;
 mod runtime;
@@ -46,6 +47,7 @@ mod sched;
 mod transport;
 
 pub use action::{Action, ActionId};
+pub use counters::{CounterError, CounterFormat, CounterSet, CounterValue};
 pub use courier_macros::action;
 pub use parcel::{CallError, CallFuture};
 pub use runtime::{

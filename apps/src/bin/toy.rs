@@ -61,14 +61,35 @@ fn main() -> ExitCode {
             "toy: {} localities over {transport:?}, {parcels} calls of get_cplx per phase, {phases} phases",
             rt.num_localities()
         );
+        // Per phase, as seed 000 measures: network overhead (Eq. 4) and task
+        // overhead (Eq. 2) on every locality, reset at each phase start.
+        let mut overheads = rt.counters([
+            "/threads{locality#*/total}/background-overhead",
+            "/threads{locality#*/total}/time/average-overhead",
+        ])?;
         let mut wrong_total = 0;
         for p in 1..=phases {
+            overheads.reset().await?;
             let start = Instant::now();
             let wrong = phase(&rt, parcels).await?;
             let secs = start.elapsed().as_secs_f64();
+            let values = overheads.evaluate(false).await?;
+            let summary: Vec<String> = values
+                .iter()
+                .map(|v| {
+                    let kind = if v.name.ends_with("background-overhead") {
+                        "n_oh"
+                    } else {
+                        "task overhead"
+                    };
+                    let locality = v.name.split(['#', '/']).nth(2).unwrap_or("?");
+                    format!("{kind}@{locality} {:.3}{}", v.value, v.unit)
+                })
+                .collect();
             println!(
-                "phase {p}: {parcels} calls in {secs:.3} s = {:.3} M calls/s, {wrong} wrong results",
-                parcels as f64 / secs / 1e6
+                "phase {p}: {parcels} calls in {secs:.3} s = {:.3} M calls/s, {wrong} wrong results; {}",
+                parcels as f64 / secs / 1e6,
+                summary.join(", ")
             );
             wrong_total += wrong;
         }

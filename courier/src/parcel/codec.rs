@@ -140,6 +140,8 @@ pub(crate) enum DecodeError {
 pub(crate) struct FrameBuilder {
     buf: Vec<u8>,
     count: u32,
+    /// Bytes of arguments and results (without parcel headers).
+    payload: u64,
 }
 
 const COUNT_OFFSET: usize = FRAME_HEADROOM + 6;
@@ -153,7 +155,11 @@ impl FrameBuilder {
         buf.push(KIND_PARCELS);
         buf.extend_from_slice(&source.get().to_le_bytes());
         buf.extend_from_slice(&0u32.to_le_bytes());
-        FrameBuilder { buf, count: 0 }
+        FrameBuilder {
+            buf,
+            count: 0,
+            payload: 0,
+        }
     }
 
     /// Appends a call whose arguments are encoded straight into the frame.
@@ -209,6 +215,11 @@ impl FrameBuilder {
         self.count
     }
 
+    /// Bytes of arguments and results pushed so far.
+    pub(crate) fn payload_bytes(&self) -> u64 {
+        self.payload
+    }
+
     /// Finishes the frame (headroom included).
     pub(crate) fn finish(mut self) -> Vec<u8> {
         self.buf[COUNT_OFFSET..COUNT_OFFSET + 4].copy_from_slice(&self.count.to_le_bytes());
@@ -217,6 +228,7 @@ impl FrameBuilder {
 
     fn push_bytes(&mut self, bytes: &[u8]) {
         let len = u32::try_from(bytes.len()).expect("a parcel payload is larger than 4 GiB");
+        self.payload += u64::from(len);
         self.buf.extend_from_slice(&len.to_le_bytes());
         self.buf.extend_from_slice(bytes);
     }
@@ -230,6 +242,7 @@ impl FrameBuilder {
             .map_err(|_| postcard::Error::SerializeBufferFull)?;
         buf[len_at..len_at + 4].copy_from_slice(&len.to_le_bytes());
         self.buf = buf;
+        self.payload += u64::from(len);
         Ok(())
     }
 }

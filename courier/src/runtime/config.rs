@@ -30,7 +30,11 @@ use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr};
 use std::str::FromStr;
 
+use std::path::PathBuf;
+use std::time::Duration;
+
 use super::error::Error;
+use crate::counters::{CounterFormat, PrintOptions};
 
 /// How localities talk to each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -81,6 +85,8 @@ pub struct Config {
     pub(crate) max_frame_bytes: usize,
     pub(crate) child_args: Option<Vec<OsString>>,
     pub(crate) env_error: Option<String>,
+    pub(crate) counters: PrintOptions,
+    pub(crate) list_counters: bool,
 }
 
 impl Default for Config {
@@ -121,6 +127,8 @@ impl Config {
                 .unwrap_or(DEFAULT_MAX_FRAME_BYTES),
             child_args: None,
             env_error: None,
+            counters: PrintOptions::default(),
+            list_counters: false,
         };
         Config {
             env_error: (!errors.is_empty()).then(|| errors.join("; ")),
@@ -171,6 +179,50 @@ impl Config {
         S: Into<OsString>,
     {
         self.child_args = Some(args.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Prints counter `name` (HPX grammar, wildcards allowed) at the end of
+    /// the job and, with [`print_counter_interval`](Self::print_counter_interval),
+    /// periodically. Repeatable. A bad name fails the job at start with a
+    /// [`Error::Config`] that suggests close names.
+    pub fn print_counter(mut self, name: impl Into<String>) -> Self {
+        self.counters.names.push(name.into());
+        self
+    }
+
+    /// Like [`print_counter`](Self::print_counter), but resets the counter
+    /// after each print, so each value covers one interval.
+    pub fn print_counter_reset(mut self, name: impl Into<String>) -> Self {
+        self.counters.reset_names.push(name.into());
+        self
+    }
+
+    /// Prints the counters every `interval` while the job runs (zero: only
+    /// at the end, the default).
+    pub fn print_counter_interval(mut self, interval: Duration) -> Self {
+        self.counters.interval = (!interval.is_zero()).then_some(interval);
+        self
+    }
+
+    /// Writes printed counters to `path` instead of standard output (`-`
+    /// means standard output).
+    pub fn print_counter_destination(mut self, path: impl Into<PathBuf>) -> Self {
+        let path = path.into();
+        self.counters.destination = (path.as_os_str() != "-").then_some(path);
+        self
+    }
+
+    /// Sets the format of printed counters (default: HPX-like text lines).
+    pub fn print_counter_format(mut self, format: CounterFormat) -> Self {
+        self.counters.format = format;
+        self
+    }
+
+    /// Makes [`launch`](crate::launch) print every counter type with its
+    /// unit and help text and exit the process instead of running the job.
+    pub fn list_counters(mut self, list: bool) -> Self {
+        self.list_counters = list;
         self
     }
 
@@ -247,6 +299,24 @@ pub struct RuntimeArgs {
     /// IP address to listen on and advertise [default: 127.0.0.1].
     #[arg(long, value_name = "IP")]
     pub listen: Option<IpAddr>,
+    /// Print this counter at the end (and every --print-counter-interval); repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub print_counter: Vec<String>,
+    /// Print this counter and reset it after each print; repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub print_counter_reset: Vec<String>,
+    /// Milliseconds between counter prints (0: only at the end).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub print_counter_interval: u64,
+    /// Where printed counters go: a file, or - for standard output.
+    #[arg(long, value_name = "FILE|-", default_value = "-")]
+    pub print_counter_destination: PathBuf,
+    /// Format of printed counters.
+    #[arg(long, value_enum, default_value_t = CounterFormat::Text)]
+    pub print_counter_format: CounterFormat,
+    /// List every counter type with its unit and help, then exit.
+    #[arg(long)]
+    pub list_counters: bool,
 }
 
 impl RuntimeArgs {
@@ -270,6 +340,16 @@ impl RuntimeArgs {
         if let Some(ip) = self.listen {
             config = config.listen(ip);
         }
+        for name in &self.print_counter {
+            config = config.print_counter(name.clone());
+        }
+        for name in &self.print_counter_reset {
+            config = config.print_counter_reset(name.clone());
+        }
         config
+            .print_counter_interval(Duration::from_millis(self.print_counter_interval))
+            .print_counter_destination(self.print_counter_destination.clone())
+            .print_counter_format(self.print_counter_format)
+            .list_counters(self.list_counters)
     }
 }

@@ -28,6 +28,7 @@ use super::locality::{Locality, report};
 use super::termination::{shut_down_peers, wait_for_quiescence};
 use super::{BoxError, Config, Error, LocalityId, Runtime, Transport, panic_message};
 use crate::action::registry;
+use crate::counters::{Printer, list_counters};
 use crate::transport::inproc::{Fabric, Inproc};
 use crate::transport::tcp::Tcp;
 
@@ -71,6 +72,12 @@ where
 {
     config.validate()?;
     let job = JobEnv::from_env()?;
+    if config.list_counters {
+        if job.as_ref().is_none_or(|j| j.rank == 0) {
+            let _ = list_counters(&mut std::io::stdout().lock());
+        }
+        std::process::exit(0);
+    }
     match (config.transport, job) {
         (Transport::Inproc, Some(_)) => Err(Error::Config(
             "COURIER_RANK is set (a launcher started this process) but the transport is inproc"
@@ -113,7 +120,7 @@ where
             }
         }
     }
-    let result = run_root(&localities[0], main);
+    let result = run_root(config, &localities[0], main);
     stop_all(&localities);
     result
 }
@@ -126,26 +133,41 @@ fn stop_all(localities: &[Arc<Locality>]) {
 
 /// Runs `main` on the root locality, waits for the job to go idle and stops
 /// the other localities. Leaves the root's own scheduler running.
-fn run_root<T, F, Fut>(root: &Arc<Locality>, main: F) -> Result<T, Error>
+fn run_root<T, F, Fut>(config: &Config, root: &Arc<Locality>, main: F) -> Result<T, Error>
 where
     F: FnOnce(Runtime) -> Fut,
     Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
     T: Send + 'static,
 {
-    let task = root.sched.spawn(main(Runtime::new(Arc::clone(root))));
-    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| futures::executor::block_on(task)));
-    wait_for_quiescence(root);
+    let rt = Runtime::new(Arc::clone(root));
+    let printer = match config.counters.is_active() {
+        true => Printer::start(&rt, &config.counters).map(Some),
+        false => Ok(None),
+    };
+    let outcome = match printer {
+        Err(e) => Err(Error::Config(e.to_string())),
+        Ok(printer) => {
+            let task = root.sched.spawn(main(rt));
+            let outcome =
+                std::panic::catch_unwind(AssertUnwindSafe(|| futures::executor::block_on(task)));
+            wait_for_quiescence(root);
+            if let Some(printer) = printer {
+                printer.finish();
+            }
+            match outcome {
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(error)) => Err(Error::Main(error)),
+                Err(panic) => Err(Error::MainPanicked(panic_message(&*panic))),
+            }
+        }
+    };
     let lost = shut_down_peers(root);
     root.pending
         .fail_all(|| crate::parcel::Failure::ShuttingDown);
     if !lost.is_empty() {
         return Err(Error::LocalitiesLost(lost));
     }
-    match outcome {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(Error::Main(error)),
-        Err(panic) => Err(Error::MainPanicked(panic_message(&*panic))),
-    }
+    outcome
 }
 
 /// Starts the other localities as child processes and runs as locality 0.
@@ -194,7 +216,7 @@ where
         data,
         &secret,
     )?;
-    let result = run_root(&root, main);
+    let result = run_root(config, &root, main);
     root.stop();
     let exits = children.wait(CHILD_EXIT_TIMEOUT);
     match result {
@@ -253,7 +275,7 @@ where
         &job.secret,
     )?;
     if job.rank == 0 {
-        let result = run_root(&locality, main);
+        let result = run_root(config, &locality, main);
         locality.stop();
         return result;
     }

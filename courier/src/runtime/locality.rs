@@ -3,7 +3,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -13,10 +13,12 @@ use rustc_hash::FxHashMap;
 use super::LocalityId;
 use super::error::panic_message;
 use crate::action::{ActionId, registry};
+use crate::counters::Traffic;
 use crate::parcel::{
-    ActivityCounts, Caller, Control, Failure, FrameBody, FrameBuilder, Parcel, PendingTable,
-    RemoteError, ReplyTo, decode_frame, encode_control,
+    ActivityCounts, Caller, Control, FRAME_HEADROOM, Failure, FrameBody, FrameBuilder, Parcel,
+    PendingTable, RemoteError, ReplyTo, decode_frame, encode_control,
 };
+use crate::sched::clock;
 use crate::sched::{BackgroundWork, BlockOutcome, Scheduler};
 use crate::transport::{Sink, Transport, check_frame_len};
 
@@ -49,8 +51,10 @@ pub(crate) struct Locality {
     pub(crate) transport: Box<dyn Transport>,
     pub(crate) pending: PendingTable,
     pub(crate) max_frame_bytes: usize,
-    parcels_sent: AtomicU64,
-    parcels_received: AtomicU64,
+    /// Parcels, frames and bytes in and out.
+    pub(crate) traffic: Traffic,
+    /// When this locality started, for `/runtime/uptime` and counter timestamps.
+    pub(crate) started: std::time::Instant,
     /// Set once the job is ending: lost connections are expected then.
     stopping: AtomicBool,
     pub(crate) control: Mutex<ControlState>,
@@ -106,8 +110,8 @@ impl Locality {
             transport,
             pending: PendingTable::default(),
             max_frame_bytes,
-            parcels_sent: AtomicU64::new(0),
-            parcels_received: AtomicU64::new(0),
+            traffic: Traffic::default(),
+            started: std::time::Instant::now(),
             stopping: AtomicBool::new(false),
             control: Mutex::new(ControlState::default()),
             control_changed: Condvar::new(),
@@ -123,8 +127,8 @@ impl Locality {
     pub(crate) fn activity(&self) -> ActivityCounts {
         let snapshot = self.sched.snapshot();
         ActivityCounts {
-            parcels_sent: self.parcels_sent.load(Ordering::SeqCst),
-            parcels_received: self.parcels_received.load(Ordering::SeqCst),
+            parcels_sent: self.traffic.sent.parcels.load(Ordering::SeqCst),
+            parcels_received: self.traffic.received.parcels.load(Ordering::SeqCst),
             tasks_spawned: snapshot.spawned,
             tasks_finished: snapshot.finished(),
         }
@@ -166,16 +170,24 @@ impl Locality {
         dest: LocalityId,
         frame: FrameBuilder,
     ) -> Result<(), Failure> {
+        let start = clock().raw();
         let count = u64::from(frame.len());
+        let payload = frame.payload_bytes();
         let frame = frame.finish();
         check_frame_len(&frame, self.max_frame_bytes).map_err(Failure::EncodeArgs)?;
+        let wire = frame.len() as u64;
+        let sent = &self.traffic.sent;
         // Count before sending so that the receiver never counts a parcel
         // the sender has not (termination detection relies on it).
-        self.parcels_sent.fetch_add(count, Ordering::SeqCst);
-        self.transport.send(dest, frame).map_err(|reason| {
-            self.parcels_sent.fetch_sub(count, Ordering::SeqCst);
+        sent.parcels.fetch_add(count, Ordering::SeqCst);
+        let result = self.transport.send(dest, frame).map_err(|reason| {
+            sent.parcels.fetch_sub(count, Ordering::SeqCst);
             Failure::PeerLost(reason)
-        })
+        });
+        if result.is_ok() {
+            sent.add_message(payload, wire, clock().delta_as_nanos(start, clock().raw()));
+        }
+        result
     }
 
     /// Sends a control message; failures mean the peer is lost, which is
@@ -319,6 +331,7 @@ async fn execute(id: ActionId, args: &[u8]) -> Result<Vec<u8>, RemoteError> {
 
 impl Sink for Arc<Locality> {
     fn frame(&self, source: LocalityId, bytes: &[u8]) -> Result<(), String> {
+        let start = clock().raw();
         let (claimed, body) =
             decode_frame(bytes).map_err(|e| format!("malformed frame from {source}: {e}"))?;
         if claimed != source {
@@ -328,16 +341,23 @@ impl Sink for Arc<Locality> {
         }
         match body {
             FrameBody::Parcels(parcels) => {
-                self.parcels_received
+                let received = &self.traffic.received;
+                received
+                    .parcels
                     .fetch_add(parcels.len() as u64, Ordering::SeqCst);
+                let mut payload = 0;
                 for parcel in parcels {
                     match parcel {
                         Parcel::Call {
                             action,
                             reply,
                             args,
-                        } => self.run_call(action, reply, args),
+                        } => {
+                            payload += args.len() as u64;
+                            self.run_call(action, reply, args);
+                        }
                         Parcel::Response { request, result } => {
+                            payload += result.as_ref().map_or(0, |bytes| bytes.len() as u64);
                             // An unknown request is a response to a call that
                             // already failed (its path lost a locality).
                             self.pending
@@ -345,6 +365,8 @@ impl Sink for Arc<Locality> {
                         }
                     }
                 }
+                let wire = (bytes.len() + FRAME_HEADROOM) as u64;
+                received.add_message(payload, wire, clock().delta_as_nanos(start, clock().raw()));
             }
             FrameBody::Control(control) => self.handle_control(source, control),
         }

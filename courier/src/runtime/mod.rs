@@ -25,3 +25,4 @@ pub use launch::launch;
 pub use locality_id::LocalityId;
 
 pub(crate) use error::panic_message;
+pub(crate) use locality::Locality;

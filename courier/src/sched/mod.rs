@@ -25,11 +25,19 @@ mod worker;
 
 pub use join::JoinHandle;
 pub(crate) use scheduler::{BackgroundWork, BlockOutcome, Scheduler};
+pub(crate) use stats::{StatsSnapshot, WorkerStats};
+pub(crate) use worker::clock;
 
 /// How many tasks a worker runs between two calls to background work while
 /// it is busy. Tokio polls its driver every 61 ticks; ours is cheaper to poll
 /// and latency matters more, so a smaller number. A guess, tune me.
 pub(crate) const BACKGROUND_INTERVAL: u32 = 32;
+
+/// A task poll longer than this many nanoseconds makes the worker publish
+/// its statistics right after it, so that counters read just after a long
+/// task (a phase of a main function) include it. Short polls wait for the
+/// next maintenance point: publishing is seven atomic stores.
+pub(crate) const PUBLISH_AFTER_NS: u64 = 50_000;
 
 /// How many rounds an idle worker spins (with `Backoff::snooze`) before it
 /// parks. Spinning keeps wake-up latency low when work arrives in bursts.

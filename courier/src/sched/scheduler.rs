@@ -38,8 +38,10 @@ pub(crate) trait BackgroundWork: Send + Sync + 'static {
 #[must_use]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BlockOutcome {
-    /// The call blocked (and may have made progress).
-    Blocked,
+    /// The call blocked and then spent `work_ns` nanoseconds making
+    /// progress (reading, decoding, dispatching); the worker counts that
+    /// time as background work rather than idle time.
+    Blocked { work_ns: u64 },
     /// Another thread holds the progress path; the caller should retry soon.
     Busy,
     /// There is nothing to block on (no network): park on the scheduler.

@@ -58,13 +58,14 @@ const BUSY_RETRY: Duration = Duration::from_millis(1);
 
 impl Sleep {
     /// Parks the calling worker until it may have work. Returns at once if
-    /// `has_work()` is true once the worker is registered as idle.
-    pub(crate) fn park(&self, background: &dyn BackgroundWork, has_work: impl Fn() -> bool) {
+    /// `has_work()` is true once the worker is registered as idle. Returns
+    /// the nanoseconds of background work done while parked (as the driver).
+    pub(crate) fn park(&self, background: &dyn BackgroundWork, has_work: impl Fn() -> bool) -> u64 {
         let mut state = self.state.lock();
         self.idle.fetch_add(1, Ordering::SeqCst);
         if has_work() {
             self.idle.fetch_sub(1, Ordering::SeqCst);
-            return;
+            return 0;
         }
         if !state.driver_parked {
             state.driver_parked = true;
@@ -72,9 +73,9 @@ impl Sleep {
             let outcome = background.block(DRIVER_BLOCK);
             state = self.state.lock();
             state.driver_parked = false;
-            if outcome == BlockOutcome::Blocked {
+            if let BlockOutcome::Blocked { work_ns } = outcome {
                 self.idle.fetch_sub(1, Ordering::SeqCst);
-                return;
+                return work_ns;
             }
             // The background work did not block (another thread holds the
             // progress path, or there is no network). A producer may have
@@ -82,7 +83,7 @@ impl Sleep {
             // before waiting on the condition variable.
             if has_work() {
                 self.idle.fetch_sub(1, Ordering::SeqCst);
-                return;
+                return 0;
             }
             if outcome == BlockOutcome::Busy {
                 // Come back soon: the holder of the progress path may be about
@@ -91,13 +92,14 @@ impl Sleep {
                 self.condvar.wait_for(&mut state, BUSY_RETRY);
                 state.waiters -= 1;
                 self.idle.fetch_sub(1, Ordering::SeqCst);
-                return;
+                return 0;
             }
         }
         state.waiters += 1;
         self.condvar.wait(&mut state);
         state.waiters -= 1;
         self.idle.fetch_sub(1, Ordering::SeqCst);
+        0
     }
 
     /// Wakes one parked worker, if any. Call after making work visible.

@@ -2,7 +2,8 @@
 //!
 //! A worker counts in plain fields ([`WorkerStats`]) and copies them into
 //! cache-line-aligned atomics ([`PublishedStats`]) at maintenance points:
-//! before it parks and at every background-work call. Readers load with
+//! before it parks, at every background-work call, and after any task poll
+//! longer than [`super::PUBLISH_AFTER_NS`]. Readers load with
 //! `Acquire`; a value is at most [`super::BACKGROUND_INTERVAL`] tasks (or one
 //! long-running task) behind the truth, and exact for a parked worker.
 
@@ -82,5 +83,20 @@ impl StatsSnapshot {
     /// Tasks finished on all workers.
     pub(crate) fn finished(&self) -> u64 {
         self.workers.iter().map(|w| w.finished).sum()
+    }
+
+    /// The sum of every worker's statistics.
+    pub(crate) fn total(&self) -> WorkerStats {
+        self.workers
+            .iter()
+            .fold(WorkerStats::default(), |t, w| WorkerStats {
+                polls: t.polls + w.polls,
+                finished: t.finished + w.finished,
+                exec_ns: t.exec_ns + w.exec_ns,
+                func_ns: t.func_ns + w.func_ns,
+                background_ns: t.background_ns + w.background_ns,
+                idle_ns: t.idle_ns + w.idle_ns,
+                steals: t.steals + w.steals,
+            })
     }
 }

@@ -13,7 +13,7 @@ use crossbeam_utils::Backoff;
 
 use super::scheduler::Scheduler;
 use super::stats::WorkerStats;
-use super::{BACKGROUND_INTERVAL, SPIN_ROUNDS};
+use super::{BACKGROUND_INTERVAL, PUBLISH_AFTER_NS, SPIN_ROUNDS};
 
 /// What a worker thread knows about itself.
 struct Local {
@@ -66,7 +66,7 @@ impl Drop for FinishGuard {
 /// is reliable, calibrated once per process (see [`quanta`]). Reading it
 /// costs a few nanoseconds where `Instant::now` costs about 30 on a VM, and
 /// a worker reads it twice per task.
-fn clock() -> &'static quanta::Clock {
+pub(crate) fn clock() -> &'static quanta::Clock {
     static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
     CLOCK.get_or_init(quanta::Clock::new)
 }
@@ -113,9 +113,15 @@ impl WorkerLoop<'_> {
                 runnable.run();
                 let end = self.clock.raw();
                 self.stats.polls += 1;
-                self.stats.exec_ns += self.clock.delta_as_nanos(start, end);
+                let exec_ns = self.clock.delta_as_nanos(start, end);
+                self.stats.exec_ns += exec_ns;
                 self.stats.func_ns += self.clock.delta_as_nanos(last, end);
                 last = end;
+                if exec_ns > PUBLISH_AFTER_NS {
+                    // A long poll would otherwise stay invisible to the
+                    // counters until the next maintenance point.
+                    self.publish();
+                }
                 since_background += 1;
                 if since_background >= BACKGROUND_INTERVAL {
                     since_background = 0;
@@ -133,15 +139,18 @@ impl WorkerLoop<'_> {
                 continue;
             }
             let idle_start = self.clock.raw();
+            let mut work_ns = 0;
             if !self.spin() {
                 self.publish();
                 let sched = self.sched;
-                sched.sleep.park(sched.background(), || {
+                work_ns = sched.sleep.park(sched.background(), || {
                     sched.has_work() || sched.is_shut_down()
                 });
             }
             last = self.clock.raw();
-            self.stats.idle_ns += self.clock.delta_as_nanos(idle_start, last);
+            let parked_ns = self.clock.delta_as_nanos(idle_start, last);
+            self.stats.background_ns += work_ns.min(parked_ns);
+            self.stats.idle_ns += parked_ns.saturating_sub(work_ns);
         }
     }
 

@@ -13,7 +13,7 @@ use parking_lot::{Condvar, Mutex};
 use super::{Sink, Transport, check_frame_len};
 use crate::parcel::FRAME_HEADROOM;
 use crate::runtime::LocalityId;
-use crate::sched::BlockOutcome;
+use crate::sched::{BlockOutcome, clock};
 
 enum Delivery {
     Frame(LocalityId, Vec<u8>),
@@ -148,8 +148,11 @@ impl Transport for Inproc {
             state.woken = false;
             std::mem::take(&mut state.queue)
         };
+        let start = clock().raw();
         self.deliver(sink, batch);
-        BlockOutcome::Blocked
+        BlockOutcome::Blocked {
+            work_ns: clock().delta_as_nanos(start, clock().raw()),
+        }
     }
 
     fn wake(&self) {

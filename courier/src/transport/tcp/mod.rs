@@ -35,7 +35,7 @@ use parking_lot::Mutex;
 use super::{Sink, Transport};
 use crate::runtime::LocalityId;
 use crate::runtime::bootstrap::{STARTUP_TIMEOUT, Secret};
-use crate::sched::BlockOutcome;
+use crate::sched::{BlockOutcome, clock};
 use handshake::{Hello, Refusal};
 
 const WAKER: Token = Token(usize::MAX);
@@ -226,8 +226,15 @@ impl Tcp {
         }
     }
 
-    /// Runs one poll with `timeout` under the driver lock.
-    fn drive(&self, driver: &mut Driver, sink: &dyn Sink, timeout: Option<Duration>) -> bool {
+    /// Runs one poll with `timeout` under the driver lock. Returns whether
+    /// anything was done, and the nanoseconds spent doing it (after the
+    /// wait).
+    fn drive(
+        &self,
+        driver: &mut Driver,
+        sink: &dyn Sink,
+        timeout: Option<Duration>,
+    ) -> (bool, u64) {
         let Driver {
             poll,
             events,
@@ -238,8 +245,9 @@ impl Tcp {
             if e.kind() != ErrorKind::Interrupted {
                 eprintln!("courier: {}: polling the network failed: {e}", self.here);
             }
-            return false;
+            return (false, 0);
         }
+        let start = clock().raw();
         let mut did = false;
         for event in events.iter() {
             match event.token() {
@@ -268,7 +276,7 @@ impl Tcp {
                 }
             }
         }
-        did
+        (did, clock().delta_as_nanos(start, clock().raw()))
     }
 
     /// Reads everything `rank` sent and delivers the complete frames.
@@ -418,7 +426,7 @@ impl Transport for Tcp {
 
     fn poll(&self, sink: &dyn Sink) -> bool {
         match self.driver.try_lock() {
-            Some(mut driver) => self.drive(&mut driver, sink, Some(Duration::ZERO)),
+            Some(mut driver) => self.drive(&mut driver, sink, Some(Duration::ZERO)).0,
             None => false,
         }
     }
@@ -426,8 +434,8 @@ impl Transport for Tcp {
     fn block(&self, sink: &dyn Sink, timeout: Duration) -> BlockOutcome {
         match self.driver.try_lock() {
             Some(mut driver) => {
-                self.drive(&mut driver, sink, Some(timeout));
-                BlockOutcome::Blocked
+                let (_, work_ns) = self.drive(&mut driver, sink, Some(timeout));
+                BlockOutcome::Blocked { work_ns }
             }
             None => BlockOutcome::Busy,
         }

@@ -1,0 +1,27 @@
+//! Performance counters: named values that show where a program's time
+//! goes, queried by name on any locality (seed 003, HPX's counter framework).
+//!
+//! - `name`: the HPX name grammar, wildcards, suggestions for misspellings.
+//! - `registry`: every counter type, its unit and help text, and how it is
+//!   sampled from a locality's statistics.
+//! - `traffic`: what a locality sent and received.
+//! - `set`: [`CounterSet`], evaluate and reset, local and remote.
+//! - `print`: the `--print-counter` options and `--list-counters`.
+//!
+//! The sources are cheap enough to stay on: each worker counts in plain
+//! fields and publishes them to its own cache-line-aligned atomics at
+//! maintenance points (before parking and every few dozen tasks); traffic is
+//! counted with relaxed atomic adds per frame. A sample is therefore at
+//! most one maintenance interval behind a busy worker and exact for an idle
+//! one. The full list, with formulas, is in `COUNTERS.md`.
+
+mod name;
+mod print;
+mod registry;
+mod set;
+mod traffic;
+
+pub use print::CounterFormat;
+pub(crate) use print::{PrintOptions, Printer, list_counters};
+pub use set::{CounterError, CounterSet, CounterValue};
+pub(crate) use traffic::Traffic;

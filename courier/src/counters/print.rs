@@ -1,0 +1,204 @@
+//! The `--print-counter` family of options: sample counters periodically
+//! and at the end of the job, and write them as text, CSV or JSON lines;
+//! and `--list-counters`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use super::registry::TYPES;
+use super::set::{CounterError, CounterSet, CounterValue};
+use crate::Runtime;
+
+/// How printed counter values look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum CounterFormat {
+    /// HPX's lines: `name,sequence,time,[s],value[,[unit]]`.
+    #[default]
+    Text,
+    /// A header line, then `name,sequence,time_s,value,unit` per value.
+    Csv,
+    /// One JSON object per value and line.
+    Json,
+}
+
+/// What to print, where, and how often. Built by [`Config`](crate::Config)'s
+/// `print_counter*` methods and the matching flags of
+/// [`RuntimeArgs`](crate::RuntimeArgs).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PrintOptions {
+    /// Counters printed as they are.
+    pub(crate) names: Vec<String>,
+    /// Counters printed and then reset, so each line covers one interval.
+    pub(crate) reset_names: Vec<String>,
+    /// Time between two prints; `None` prints only at the end.
+    pub(crate) interval: Option<Duration>,
+    /// A file, or standard output when `None`.
+    pub(crate) destination: Option<PathBuf>,
+    pub(crate) format: CounterFormat,
+}
+
+impl PrintOptions {
+    pub(crate) fn is_active(&self) -> bool {
+        !self.names.is_empty() || !self.reset_names.is_empty()
+    }
+}
+
+/// Writes counter values in one format.
+struct Writer {
+    out: Box<dyn Write + Send>,
+    format: CounterFormat,
+    header_written: bool,
+}
+
+impl Writer {
+    fn write(&mut self, values: &[CounterValue]) -> std::io::Result<()> {
+        if self.format == CounterFormat::Csv && !self.header_written {
+            writeln!(self.out, "name,sequence,time_s,value,unit")?;
+            self.header_written = true;
+        }
+        for v in values {
+            match self.format {
+                CounterFormat::Text => {
+                    write!(
+                        self.out,
+                        "{},{},{:.6},[s],{}",
+                        v.name, v.sequence, v.time, v.value
+                    )?;
+                    if !v.unit.is_empty() {
+                        write!(self.out, ",[{}]", v.unit)?;
+                    }
+                    writeln!(self.out)?;
+                }
+                CounterFormat::Csv => writeln!(
+                    self.out,
+                    "\"{}\",{},{:.6},{},{}",
+                    v.name, v.sequence, v.time, v.value, v.unit
+                )?,
+                CounterFormat::Json => {
+                    let line = serde_json::to_string(v).map_err(std::io::Error::other)?;
+                    writeln!(self.out, "{line}")?;
+                }
+            }
+        }
+        self.out.flush()
+    }
+}
+
+/// Prints counters while the job runs and once more at its end.
+#[derive(Debug)]
+pub(crate) struct Printer {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+    state: std::sync::Arc<parking_lot::Mutex<PrinterState>>,
+}
+
+struct PrinterState {
+    sets: Vec<(CounterSet, bool)>,
+    writer: Writer,
+}
+
+impl std::fmt::Debug for PrinterState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrinterState").finish_non_exhaustive()
+    }
+}
+
+impl PrinterState {
+    fn print(&mut self) -> Result<(), String> {
+        let mut values = Vec::new();
+        for (set, reset) in &mut self.sets {
+            let evaluated = futures::executor::block_on(set.evaluate(*reset));
+            values.extend(evaluated.map_err(|e| e.to_string())?);
+        }
+        self.writer
+            .write(&values)
+            .map_err(|e| format!("writing counters: {e}"))
+    }
+}
+
+impl Printer {
+    /// Checks the names and opens the destination; starts the periodic
+    /// thread if an interval is set.
+    pub(crate) fn start(rt: &Runtime, options: &PrintOptions) -> Result<Printer, CounterError> {
+        let mut sets = Vec::new();
+        if !options.names.is_empty() {
+            sets.push((rt.counters(&options.names)?, false));
+        }
+        if !options.reset_names.is_empty() {
+            sets.push((rt.counters(&options.reset_names)?, true));
+        }
+        let out: Box<dyn Write + Send> = match &options.destination {
+            Some(path) => {
+                Box::new(
+                    std::fs::File::create(path).map_err(|e| CounterError::NotFound {
+                        name: path.display().to_string(),
+                        reason: format!("cannot create the counter output file: {e}"),
+                    })?,
+                )
+            }
+            None => Box::new(std::io::stdout()),
+        };
+        let state = std::sync::Arc::new(parking_lot::Mutex::new(PrinterState {
+            sets,
+            writer: Writer {
+                out,
+                format: options.format,
+                header_written: false,
+            },
+        }));
+        let mut printer = Printer {
+            stop: None,
+            thread: None,
+            state: std::sync::Arc::clone(&state),
+        };
+        if let Some(interval) = options.interval {
+            let (stop, stopped) = mpsc::channel();
+            printer.stop = Some(stop);
+            printer.thread = thread::Builder::new()
+                .name("courier-counters".into())
+                .spawn(move || {
+                    while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval)
+                    {
+                        if let Err(e) = state.lock().print() {
+                            eprintln!("courier: counters: {e}");
+                            return;
+                        }
+                    }
+                })
+                .ok();
+        }
+        Ok(printer)
+    }
+
+    /// Stops the periodic thread and prints the final values.
+    pub(crate) fn finish(mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        if let Err(e) = self.state.lock().print() {
+            eprintln!("courier: counters: {e}");
+        }
+    }
+}
+
+/// Writes every counter type with its unit and help text.
+pub(crate) fn list_counters(out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "Courier counter types (instances: total, or worker-thread#K where marked):"
+    )?;
+    for t in TYPES {
+        let unit = if t.unit.is_empty() { "-" } else { t.unit };
+        let workers = if t.instances == super::registry::Instances::PerWorker {
+            " [per worker]"
+        } else {
+            ""
+        };
+        writeln!(out, "  {:<40} [{unit}]{workers}\n      {}", t.name, t.help)?;
+    }
+    Ok(())
+}

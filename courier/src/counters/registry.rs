@@ -1,0 +1,458 @@
+//! Every counter type Courier has, how each is sampled, and what reset
+//! means for it.
+
+use serde::{Deserialize, Serialize};
+
+use super::name::{CounterName, Index, Instance, edit_distance, glob_match};
+use super::traffic::DirectionCounts;
+use crate::runtime::Locality;
+use crate::sched::{StatsSnapshot, WorkerStats};
+
+/// A sample of a counter, in the form that says how to take a difference.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) enum Raw {
+    /// A monotonic count or time: the value is the growth since the reset.
+    Count(u64),
+    /// `num / den` of two monotonic sums: the value is the growth of `num`
+    /// over the growth of `den` since the reset (0 when `den` did not grow).
+    Ratio { num: u64, den: u64 },
+    /// A level (memory, uptime): a reset does not change it.
+    Gauge(f64),
+}
+
+impl Raw {
+    /// The counter's value relative to `base`, the sample taken at the last
+    /// reset. Monotonic sources make every difference non-negative; a base
+    /// of another kind (impossible for one counter) is ignored.
+    pub(crate) fn value_since(&self, base: Option<&Raw>) -> f64 {
+        match (*self, base) {
+            (Raw::Count(now), Some(&Raw::Count(then))) => now.saturating_sub(then) as f64,
+            (Raw::Count(now), _) => now as f64,
+            (Raw::Ratio { num, den }, Some(&Raw::Ratio { num: n0, den: d0 })) => {
+                ratio(num.saturating_sub(n0), den.saturating_sub(d0))
+            }
+            (Raw::Ratio { num, den }, _) => ratio(num, den),
+            (Raw::Gauge(v), _) => v,
+        }
+    }
+}
+
+fn ratio(num: u64, den: u64) -> f64 {
+    if den == 0 {
+        0.0
+    } else {
+        num as f64 / den as f64
+    }
+}
+
+/// What a sampler reads: one locality's statistics at one moment.
+pub(crate) struct Sources<'a> {
+    pub(crate) locality: &'a Locality,
+    pub(crate) stats: StatsSnapshot,
+    pub(crate) sent: DirectionCounts,
+    pub(crate) received: DirectionCounts,
+}
+
+impl<'a> Sources<'a> {
+    /// Reads everything once, so that the counters of one query agree.
+    pub(crate) fn read(locality: &'a Locality) -> Self {
+        Sources {
+            locality,
+            stats: locality.sched.snapshot(),
+            sent: locality.traffic.sent.load(),
+            received: locality.traffic.received.load(),
+        }
+    }
+
+    /// The statistics of one worker, or the sum over all of them.
+    fn worker(&self, instance: Instance) -> Option<WorkerStats> {
+        match instance {
+            Instance::Total => Some(self.stats.total()),
+            Instance::Worker(Index::At(k)) => self.stats.workers.get(k as usize).copied(),
+            Instance::Worker(Index::All) => None,
+        }
+    }
+}
+
+/// Where a counter type has instances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Instances {
+    /// `total` and every `worker-thread#K`.
+    PerWorker,
+    /// `total` only.
+    Locality,
+}
+
+type Sampler = fn(&Sources<'_>, Instance) -> Option<Raw>;
+
+/// One counter type: its name, unit, help text, and how to sample it.
+pub(crate) struct CounterType {
+    /// `/object/counter`.
+    pub(crate) name: &'static str,
+    /// The unit of the value: `ns`, `s`, `B`, or empty for plain numbers.
+    pub(crate) unit: &'static str,
+    pub(crate) help: &'static str,
+    pub(crate) instances: Instances,
+    sample: Sampler,
+}
+
+impl std::fmt::Debug for CounterType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CounterType")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+macro_rules! worker_counter {
+    ($name:literal, $unit:literal, $help:literal, |$w:ident| $raw:expr) => {
+        CounterType {
+            name: $name,
+            unit: $unit,
+            help: $help,
+            instances: Instances::PerWorker,
+            sample: |s, i| s.worker(i).map(|$w| $raw),
+        }
+    };
+}
+
+macro_rules! locality_counter {
+    ($name:literal, $unit:literal, $help:literal, |$s:ident| $raw:expr) => {
+        CounterType {
+            name: $name,
+            unit: $unit,
+            help: $help,
+            instances: Instances::Locality,
+            sample: |$s, i| (i == Instance::Total).then(|| $raw),
+        }
+    };
+}
+
+/// Time a worker spent in its loop, busy or not: t_func + background + idle.
+fn overall(w: &WorkerStats) -> u64 {
+    w.func_ns + w.background_ns + w.idle_ns
+}
+
+/// Task time with scheduling and background work (the denominator of n_oh).
+fn busy(w: &WorkerStats) -> u64 {
+    w.func_ns + w.background_ns
+}
+
+/// Every counter type, sorted by name.
+pub(crate) static TYPES: &[CounterType] = &[
+    locality_counter!(
+        "/data/count/received",
+        "B",
+        "bytes of arguments and results received",
+        |s| Raw::Count(s.received.payload_bytes)
+    ),
+    locality_counter!(
+        "/data/count/sent",
+        "B",
+        "bytes of arguments and results sent",
+        |s| Raw::Count(s.sent.payload_bytes)
+    ),
+    locality_counter!(
+        "/messages/count/received",
+        "",
+        "frames of parcels received (one network message each)",
+        |s| Raw::Count(s.received.messages)
+    ),
+    locality_counter!(
+        "/messages/count/sent",
+        "",
+        "frames of parcels sent (one network message each)",
+        |s| Raw::Count(s.sent.messages)
+    ),
+    locality_counter!(
+        "/parcels/count/received",
+        "",
+        "parcels (calls and responses) received from other localities",
+        |s| Raw::Count(s.received.parcels)
+    ),
+    locality_counter!(
+        "/parcels/count/sent",
+        "",
+        "parcels (calls and responses) sent to other localities",
+        |s| Raw::Count(s.sent.parcels)
+    ),
+    locality_counter!(
+        "/runtime/memory/resident",
+        "B",
+        "resident set size of the process (Linux; 0 elsewhere)",
+        |_s| Raw::Gauge(resident_bytes() as f64)
+    ),
+    locality_counter!(
+        "/runtime/uptime",
+        "s",
+        "time since the locality started",
+        |s| Raw::Gauge(s.locality.started.elapsed().as_secs_f64())
+    ),
+    locality_counter!(
+        "/serialize/count/received",
+        "B",
+        "bytes of whole frames received, headers included",
+        |s| Raw::Count(s.received.wire_bytes)
+    ),
+    locality_counter!(
+        "/serialize/count/sent",
+        "B",
+        "bytes of whole frames sent, headers included",
+        |s| Raw::Count(s.sent.wire_bytes)
+    ),
+    locality_counter!(
+        "/serialize/time/received",
+        "ns",
+        "time decoding received frames and dispatching their parcels",
+        |s| Raw::Count(s.received.time_ns)
+    ),
+    locality_counter!(
+        "/serialize/time/sent",
+        "ns",
+        "time encoding frames and handing them to the transport",
+        |s| Raw::Count(s.sent.time_ns)
+    ),
+    worker_counter!(
+        "/threads/background-overhead",
+        "",
+        "network overhead n_oh = background time / (task loop time + background time), seed 000 Eq. 4",
+        |w| Raw::Ratio {
+            num: w.background_ns,
+            den: busy(&w)
+        }
+    ),
+    locality_counter!(
+        "/threads/background-receive-overhead",
+        "",
+        "time decoding and dispatching received frames / (task loop time + background time)",
+        |s| Raw::Ratio {
+            num: s.received.time_ns,
+            den: busy(&s.stats.total())
+        }
+    ),
+    locality_counter!(
+        "/threads/background-send-overhead",
+        "",
+        "time encoding and sending frames (in tasks, before coalescing) / (task loop time + background time)",
+        |s| Raw::Ratio {
+            num: s.sent.time_ns,
+            den: busy(&s.stats.total())
+        }
+    ),
+    worker_counter!(
+        "/threads/background-work",
+        "ns",
+        "time in background work (network progress), seed 000 Eq. 3",
+        |w| Raw::Count(w.background_ns)
+    ),
+    worker_counter!("/threads/count/cumulative", "", "tasks finished", |w| {
+        Raw::Count(w.finished)
+    }),
+    worker_counter!(
+        "/threads/count/stolen",
+        "",
+        "tasks taken from another worker's queue",
+        |w| Raw::Count(w.steals)
+    ),
+    worker_counter!(
+        "/threads/idle-rate",
+        "",
+        "share of the worker loop's time spent with nothing to do",
+        |w| Raw::Ratio {
+            num: w.idle_ns,
+            den: overall(&w)
+        }
+    ),
+    worker_counter!(
+        "/threads/time/average",
+        "ns",
+        "average time inside a task (t_exec / tasks)",
+        |w| Raw::Ratio {
+            num: w.exec_ns,
+            den: w.finished
+        }
+    ),
+    worker_counter!(
+        "/threads/time/average-overhead",
+        "ns",
+        "average scheduling cost of a task ((t_func - t_exec) / tasks), seed 000 Eq. 2",
+        |w| Raw::Ratio {
+            num: w.func_ns.saturating_sub(w.exec_ns),
+            den: w.finished
+        }
+    ),
+    worker_counter!(
+        "/threads/time/cumulative",
+        "ns",
+        "time inside tasks (t_exec)",
+        |w| Raw::Count(w.exec_ns)
+    ),
+    worker_counter!(
+        "/threads/time/cumulative-overhead",
+        "ns",
+        "time scheduling tasks (t_func - t_exec)",
+        |w| Raw::Count(w.func_ns.saturating_sub(w.exec_ns))
+    ),
+    worker_counter!(
+        "/threads/time/overall",
+        "ns",
+        "time in the worker loop: tasks, scheduling, background work and idling",
+        |w| Raw::Count(overall(&w))
+    ),
+];
+
+/// Resident set size of this process in bytes, from `/proc/self/status`.
+fn resident_bytes() -> u64 {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return 0;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// The counter type called `name` exactly.
+pub(crate) fn get(name: &str) -> Option<&'static CounterType> {
+    TYPES.iter().find(|t| t.name == name)
+}
+
+/// The counter types matching a type pattern (with `*` wildcards).
+pub(crate) fn matching(pattern: &str) -> Vec<&'static CounterType> {
+    TYPES
+        .iter()
+        .filter(|t| glob_match(pattern, t.name))
+        .collect()
+}
+
+/// Up to three existing type names close to `name`, closest first.
+pub(crate) fn suggest(name: &str) -> Vec<&'static str> {
+    let mut scored: Vec<(usize, &'static str)> = TYPES
+        .iter()
+        .map(|t| (edit_distance(name, t.name), t.name))
+        .filter(|(d, n)| *d <= (n.len() / 2).max(3))
+        .collect();
+    scored.sort();
+    scored.into_iter().take(3).map(|(_, n)| n).collect()
+}
+
+/// A concrete counter's sample, as sent back by the locality that took it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Sample {
+    pub(crate) name: String,
+    pub(crate) type_name: String,
+    pub(crate) raw: Raw,
+    /// Seconds since the sampling locality started.
+    pub(crate) time: f64,
+}
+
+/// Samples every counter `pattern` names on `sources`' locality, expanding
+/// type and worker wildcards. The pattern's locality must be this one.
+pub(crate) fn sample(sources: &Sources<'_>, pattern: &CounterName) -> Result<Vec<Sample>, String> {
+    let here = sources.locality.here.get();
+    let types = matching(&pattern.type_name());
+    if types.is_empty() {
+        return Err(unknown_type_message(&pattern.type_name()));
+    }
+    let workers = sources.stats.workers.len() as u32;
+    let time = sources.locality.started.elapsed().as_secs_f64();
+    let mut samples = Vec::new();
+    for ty in types {
+        let instances: Vec<Instance> = match (pattern.instance, ty.instances) {
+            (Instance::Total, _) => vec![Instance::Total],
+            (Instance::Worker(_), Instances::Locality) if pattern.type_name() == ty.name => {
+                return Err(format!(
+                    "{} has no worker-thread instances, only `total`",
+                    ty.name
+                ));
+            }
+            (Instance::Worker(_), Instances::Locality) => continue,
+            (Instance::Worker(Index::All), Instances::PerWorker) => (0..workers)
+                .map(|k| Instance::Worker(Index::At(k)))
+                .collect(),
+            (Instance::Worker(Index::At(k)), Instances::PerWorker) if k >= workers => {
+                return Err(format!(
+                    "locality#{here} has {workers} worker threads, no worker-thread#{k}"
+                ));
+            }
+            (instance @ Instance::Worker(Index::At(_)), Instances::PerWorker) => vec![instance],
+        };
+        for instance in instances {
+            let raw = (ty.sample)(sources, instance)
+                .ok_or_else(|| format!("{} has no instance {instance}", ty.name))?;
+            let (object, counter) = split_type(ty.name);
+            let name = CounterName {
+                object: object.to_owned(),
+                locality: Index::At(here),
+                instance,
+                counter: counter.to_owned(),
+                parameters: pattern.parameters.clone(),
+            };
+            samples.push(Sample {
+                name: name.to_string(),
+                type_name: ty.name.to_owned(),
+                raw,
+                time,
+            });
+        }
+    }
+    Ok(samples)
+}
+
+/// Splits `/object/counter/path` into `object` and `counter/path`.
+fn split_type(name: &'static str) -> (&'static str, &'static str) {
+    name[1..].split_once('/').unwrap_or((&name[1..], ""))
+}
+
+/// The error text for a type that does not exist, with suggestions.
+pub(crate) fn unknown_type_message(name: &str) -> String {
+    let suggestions = suggest(name);
+    if suggestions.is_empty() {
+        format!("no counter type matches `{name}` (--list-counters shows them all)")
+    } else {
+        format!(
+            "no counter type matches `{name}`; did you mean {}?",
+            suggestions.join(", ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_are_sorted_unique_and_parse() {
+        let names: Vec<&str> = TYPES.iter().map(|t| t.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted);
+        for t in TYPES {
+            let parsed = CounterName::parse(t.name).unwrap();
+            assert_eq!(parsed.type_name(), t.name);
+            assert!(!t.help.is_empty());
+        }
+    }
+
+    #[test]
+    fn misspelt_names_get_suggestions() {
+        assert_eq!(
+            suggest("/threads/count/cumulatve")[0],
+            "/threads/count/cumulative"
+        );
+        assert!(unknown_type_message("/parcel/count/sent").contains("/parcels/count/sent"));
+        assert!(suggest("/nothing/like/this/at/all/really").is_empty());
+    }
+
+    #[test]
+    fn differences_after_reset_are_never_negative() {
+        let base = Raw::Ratio { num: 10, den: 4 };
+        assert_eq!(Raw::Ratio { num: 30, den: 8 }.value_since(Some(&base)), 5.0);
+        assert_eq!(Raw::Ratio { num: 10, den: 4 }.value_since(Some(&base)), 0.0);
+        assert_eq!(Raw::Count(7).value_since(Some(&Raw::Count(9))), 0.0);
+        assert_eq!(Raw::Count(9).value_since(Some(&Raw::Count(7))), 2.0);
+        assert_eq!(Raw::Gauge(1.5).value_since(Some(&Raw::Gauge(9.0))), 1.5);
+    }
+}

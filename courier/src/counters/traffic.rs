@@ -1,0 +1,64 @@
+//! What a locality sent and received: the raw material of the `/parcels`,
+//! `/messages`, `/data` and `/serialize` counters and of the send/receive
+//! split of the network overhead.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+/// Counts of one direction (sent or received).
+#[derive(Debug, Default)]
+pub(crate) struct Direction {
+    /// Parcels (calls and responses).
+    pub(crate) parcels: AtomicU64,
+    /// Frames of parcels (a message on the wire).
+    pub(crate) messages: AtomicU64,
+    /// Bytes of arguments and results.
+    pub(crate) payload_bytes: AtomicU64,
+    /// Bytes of whole frames, headers included.
+    pub(crate) wire_bytes: AtomicU64,
+    /// Nanoseconds spent encoding and handing frames to the transport
+    /// (sent), or decoding and dispatching them (received).
+    pub(crate) time_ns: AtomicU64,
+}
+
+/// A plain copy of a [`Direction`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct DirectionCounts {
+    pub(crate) parcels: u64,
+    pub(crate) messages: u64,
+    pub(crate) payload_bytes: u64,
+    pub(crate) wire_bytes: u64,
+    pub(crate) time_ns: u64,
+}
+
+impl Direction {
+    /// Counts one frame. `parcels` is counted by the caller: termination
+    /// detection needs it counted at a precise moment.
+    pub(crate) fn add_message(&self, payload_bytes: u64, wire_bytes: u64, time_ns: u64) {
+        self.messages.fetch_add(1, Ordering::Relaxed);
+        self.payload_bytes
+            .fetch_add(payload_bytes, Ordering::Relaxed);
+        self.wire_bytes.fetch_add(wire_bytes, Ordering::Relaxed);
+        self.time_ns.fetch_add(time_ns, Ordering::Relaxed);
+    }
+
+    /// Reads the counts. Each field is exact; fields may be from slightly
+    /// different moments.
+    pub(crate) fn load(&self) -> DirectionCounts {
+        DirectionCounts {
+            parcels: self.parcels.load(Ordering::SeqCst),
+            messages: self.messages.load(Ordering::Relaxed),
+            payload_bytes: self.payload_bytes.load(Ordering::Relaxed),
+            wire_bytes: self.wire_bytes.load(Ordering::Relaxed),
+            time_ns: self.time_ns.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Both directions of one locality's traffic.
+#[derive(Debug, Default)]
+pub(crate) struct Traffic {
+    pub(crate) sent: Direction,
+    pub(crate) received: Direction,
+}

@@ -1,0 +1,265 @@
+//! Counters add up: traffic seen from both ends, task counts, ratios in
+//! range, resets, names, printed output.
+
+mod common;
+
+use std::time::Duration;
+
+use courier::{Config, CounterFormat, CounterValue, Runtime};
+
+#[courier::action]
+fn take(_bytes: [u8; 16]) {}
+
+fn value(values: &[CounterValue], name: &str) -> f64 {
+    values
+        .iter()
+        .find(|v| v.name == name)
+        .unwrap_or_else(|| panic!("no {name} in {values:?}"))
+        .value
+}
+
+/// Sends `n` calls with 16 bytes of arguments from locality 0 to 1.
+async fn traffic(rt: Runtime, n: u64) -> Result<(), courier::BoxError> {
+    for _ in 0..n {
+        rt.call(rt.locality(1), take, ([7; 16],)).await?;
+    }
+    // Sampled on locality 0 itself: no parcel involved.
+    let here = rt
+        .counters([
+            "/parcels{locality#0/total}/count/sent",
+            "/parcels{locality#0/total}/count/received",
+            "/messages{locality#0/total}/count/sent",
+            "/data{locality#0/total}/count/sent",
+        ])?
+        .evaluate(false)
+        .await?;
+    assert_eq!(
+        value(&here, "/parcels{locality#0/total}/count/sent"),
+        n as f64
+    );
+    assert_eq!(
+        value(&here, "/parcels{locality#0/total}/count/received"),
+        n as f64
+    );
+    assert_eq!(
+        value(&here, "/messages{locality#0/total}/count/sent"),
+        n as f64
+    );
+    assert_eq!(
+        value(&here, "/data{locality#0/total}/count/sent"),
+        16.0 * n as f64
+    );
+    // Sampled on locality 1 by a call that it has received, and not yet
+    // answered, when it takes the sample.
+    let there = rt
+        .counters([
+            "/parcels{locality#1/total}/count/received",
+            "/parcels{locality#1/total}/count/sent",
+            "/serialize{locality#1/total}/count/received",
+        ])?
+        .evaluate(false)
+        .await?;
+    assert_eq!(
+        value(&there, "/parcels{locality#1/total}/count/received"),
+        n as f64 + 1.0
+    );
+    assert_eq!(
+        value(&there, "/parcels{locality#1/total}/count/sent"),
+        n as f64
+    );
+    assert!(value(&there, "/serialize{locality#1/total}/count/received") > 16.0 * n as f64);
+    Ok(())
+}
+
+#[test]
+fn traffic_adds_up_from_both_ends_inproc() {
+    courier::launch(common::inproc(2), |rt| traffic(rt, 500)).unwrap();
+}
+
+#[test]
+fn traffic_adds_up_from_both_ends_tcp() {
+    courier::launch(common::tcp("traffic_adds_up_from_both_ends_tcp", 2), |rt| {
+        traffic(rt, 500)
+    })
+    .unwrap();
+}
+
+/// Spawns `m` empty tasks here and waits for them.
+#[courier::action]
+async fn spawn_many(m: u64) {
+    let rt = courier::current();
+    let tasks: Vec<_> = (0..m).map(|_| rt.spawn(async {})).collect();
+    for t in tasks {
+        t.await;
+    }
+}
+
+#[test]
+fn task_counts_match_tasks_spawned() {
+    const M: u64 = 1000;
+    courier::launch(common::inproc(2).workers(1), |rt| async move {
+        let mut set = rt.counters([
+            "/threads{locality#1/total}/count/cumulative",
+            "/threads{locality#1/worker-thread#*}/count/cumulative",
+            "/threads{locality#1/total}/background-overhead",
+            "/threads{locality#1/total}/idle-rate",
+            "/threads{locality#1/total}/time/average-overhead",
+        ])?;
+        set.reset().await?;
+        rt.call(rt.locality(1), spawn_many, (M,)).await?;
+        let values = set.evaluate(false).await?;
+        // The M tasks, the task that spawned them, and the task that took
+        // the reset sample; the task taking this sample is still running.
+        let total = value(&values, "/threads{locality#1/total}/count/cumulative");
+        assert_eq!(total, (M + 2) as f64);
+        let per_worker: f64 = values
+            .iter()
+            .filter(|v| v.name.contains("worker-thread#"))
+            .map(|v| v.value)
+            .sum();
+        assert_eq!(per_worker, total);
+        for ratio in ["background-overhead", "idle-rate"] {
+            let v = value(&values, &format!("/threads{{locality#1/total}}/{ratio}"));
+            assert!((0.0..=1.0).contains(&v), "{ratio} = {v}");
+        }
+        assert!(value(&values, "/threads{locality#1/total}/time/average-overhead") >= 0.0);
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn reset_gives_zero_deltas() {
+    courier::launch(common::inproc(2), |rt| async move {
+        for _ in 0..100 {
+            rt.call(rt.locality(1), take, ([1; 16],)).await?;
+        }
+        let mut set = rt.counters([
+            "/threads{locality#0/total}/*",
+            "/threads{locality#0/worker-thread#*}/*",
+            "/parcels{locality#0/total}/*",
+        ])?;
+        let before = set.evaluate(true).await?;
+        assert!(value(&before, "/parcels{locality#0/total}/count/sent") >= 100.0);
+        let after = set.evaluate(false).await?;
+        for v in &after {
+            assert!(v.value >= 0.0, "negative after reset: {v:?}");
+            if v.name.contains("/parcels") {
+                assert_eq!(v.value, 0.0, "{v:?}");
+            }
+        }
+        assert_eq!(after[0].sequence, 2);
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn bad_names_are_clear_errors() {
+    courier::launch(common::inproc(2), |rt| async move {
+        let err = rt
+            .counters(["/threads/count/cumulatve"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("did you mean /threads/count/cumulative"),
+            "{err}"
+        );
+        let err = rt.counters(["threads"]).unwrap_err().to_string();
+        assert!(err.contains("starts with `/`"), "{err}");
+        let err = rt
+            .counters(["/threads{locality#9/total}/idle-rate"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("locality#9 does not exist"), "{err}");
+        let mut set = rt.counters(["/threads{locality#1/worker-thread#99}/idle-rate"])?;
+        let err = set.evaluate(false).await.unwrap_err().to_string();
+        assert!(err.contains("no worker-thread#99"), "{err}");
+        let mut set = rt.counters(["/parcels{locality#0/worker-thread#0}/count/sent"])?;
+        let err = set.evaluate(false).await.unwrap_err().to_string();
+        assert!(err.contains("only `total`"), "{err}");
+        Ok(())
+    })
+    .unwrap();
+    let err = courier::launch(
+        common::inproc(1).print_counter("/no/such/counter"),
+        |_rt| async { Ok(()) },
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("/no/such/counter"), "{err}");
+}
+
+fn printed(format: CounterFormat, file: &str) -> String {
+    let path = std::env::temp_dir().join(format!("courier-{}-{file}", std::process::id()));
+    let config: Config = common::inproc(2)
+        .print_counter("/parcels/count/sent")
+        .print_counter_reset("/threads{locality#1/total}/count/cumulative")
+        .print_counter_interval(Duration::from_millis(10))
+        .print_counter_destination(&path)
+        .print_counter_format(format);
+    courier::launch(config, |rt| async move {
+        for _ in 0..200 {
+            rt.call(rt.locality(1), take, ([0; 16],)).await?;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        Ok(())
+    })
+    .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    text
+}
+
+#[test]
+fn printed_csv_has_a_header_and_parses() {
+    let text = printed(CounterFormat::Csv, "out.csv");
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("name,sequence,time_s,value,unit"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.rsplitn(4, ',').collect()).collect();
+    assert!(rows.len() >= 3 * 2, "periodic and final prints: {text}");
+    for row in &rows {
+        let [_unit, value, time, name_and_seq] = row[..] else {
+            panic!("{row:?}")
+        };
+        value.parse::<f64>().unwrap();
+        time.parse::<f64>().unwrap();
+        let (name, seq) = name_and_seq.rsplit_once(',').unwrap();
+        assert!(name.starts_with("\"/") && name.ends_with('"'), "{name}");
+        seq.parse::<u64>().unwrap();
+    }
+    let last_sent = text
+        .lines()
+        .filter(|l| l.starts_with("\"/parcels{locality#0/total}/count/sent\""))
+        .next_back()
+        .unwrap();
+    let sent: f64 = last_sent.split(',').nth(3).unwrap().parse().unwrap();
+    assert!(sent >= 200.0, "{last_sent}");
+}
+
+#[test]
+fn printed_json_is_one_object_per_line() {
+    let text = printed(CounterFormat::Json, "out.json");
+    let mut seen = 0;
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(v["name"].as_str().unwrap().starts_with('/'));
+        assert!(v["value"].is_number() && v["time"].is_number() && v["sequence"].is_u64());
+        seen += 1;
+    }
+    assert!(seen >= 6, "{text}");
+}
+
+#[test]
+fn printed_text_looks_like_hpx() {
+    let text = printed(CounterFormat::Text, "out.txt");
+    let line = text.lines().next().unwrap();
+    let parts: Vec<&str> = line.split(',').collect();
+    assert!(
+        parts[0].starts_with("/parcels{locality#0/total}/count/sent"),
+        "{line}"
+    );
+    assert_eq!(parts[3], "[s]", "{line}");
+    parts[1].parse::<u64>().unwrap();
+    parts[2].parse::<f64>().unwrap();
+    parts[4].parse::<f64>().unwrap();
+}
