@@ -229,8 +229,7 @@ fn printed_csv_has_a_header_and_parses() {
     }
     let last_sent = text
         .lines()
-        .filter(|l| l.starts_with("\"/parcels{locality#0/total}/count/sent\""))
-        .next_back()
+        .rfind(|l| l.starts_with("\"/parcels{locality#0/total}/count/sent\""))
         .unwrap();
     let sent: f64 = last_sent.split(',').nth(3).unwrap().parse().unwrap();
     assert!(sent >= 200.0, "{last_sent}");
