@@ -47,7 +47,9 @@ mod sched;
 mod transport;
 
 pub use action::{Action, ActionId};
-pub use counters::{CounterError, CounterFormat, CounterSet, CounterValue};
+pub use counters::{
+    CounterError, CounterFormat, CounterKind, CounterSet, CounterValue, MetricsServer,
+};
 pub use courier_macros::action;
 pub use parcel::{CallError, CallFuture};
 pub use runtime::{

@@ -262,3 +262,95 @@ fn printed_text_looks_like_hpx() {
     parts[2].parse::<f64>().unwrap();
     parts[4].parse::<f64>().unwrap();
 }
+
+/// Sends an HTTP GET and returns the status line and the body.
+fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: courier\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
+/// Checks `body` with Prometheus's own parser, `promtool check metrics`.
+/// CI installs promtool (Debian package `prometheus`); elsewhere the check
+/// is skipped with a note unless `CI` is set.
+fn promtool_check(body: &str) {
+    use std::io::Write;
+    let child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("promtool not found ({e}): skipping the Prometheus parser check");
+            return;
+        }
+        Err(e) => panic!("CI must have promtool: {e}"),
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool rejected the exposition: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn metrics_endpoint_serves_prometheus_text() {
+    courier::launch(common::inproc(2).workers(2), |rt| async move {
+        for _ in 0..50 {
+            rt.call(rt.locality(1), take, ([0; 16],)).await?;
+        }
+        let server = rt.serve_metrics("127.0.0.1:0".parse()?)?;
+        let addr = server.local_addr();
+        let (status, body) = std::thread::spawn(move || http_get(addr, "/metrics"))
+            .join()
+            .unwrap();
+        assert!(status.contains("200"), "{status}");
+        let (missing, _) = std::thread::spawn(move || http_get(addr, "/nope"))
+            .join()
+            .unwrap();
+        assert!(missing.contains("404"), "{missing}");
+        let mut samples = 0;
+        for line in body.lines().filter(|l| !l.starts_with('#')) {
+            let (series, value) = line.rsplit_once(' ').unwrap();
+            value.parse::<f64>().unwrap();
+            assert!(
+                series.starts_with("courier_") && series.ends_with("\"}"),
+                "{line}"
+            );
+            samples += 1;
+        }
+        assert!(
+            body.contains("# TYPE courier_parcels_count_sent_total counter"),
+            "{body}"
+        );
+        let sent = body
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(
+                    "courier_parcels_count_sent_total{locality=\"0\",instance=\"total\"} ",
+                )
+            })
+            .unwrap();
+        assert!(sent.parse::<f64>().unwrap() >= 50.0, "{sent}");
+        assert!(body.contains("instance=\"worker-thread#1\""), "{body}");
+        assert!(samples > 40, "{body}");
+        promtool_check(&body);
+        Ok(())
+    })
+    .unwrap();
+}

@@ -7,6 +7,7 @@
 //! - `traffic`: what a locality sent and received.
 //! - `set`: [`CounterSet`], evaluate and reset, local and remote.
 //! - `print`: the `--print-counter` options and `--list-counters`.
+//! - `prometheus`: `/metrics` over HTTP ([`MetricsServer`]).
 //!
 //! The sources are cheap enough to stay on: each worker counts in plain
 //! fields and publishes them to its own cache-line-aligned atomics at
@@ -17,11 +18,13 @@
 
 mod name;
 mod print;
+mod prometheus;
 mod registry;
 mod set;
 mod traffic;
 
 pub use print::CounterFormat;
 pub(crate) use print::{PrintOptions, Printer, list_counters};
-pub use set::{CounterError, CounterSet, CounterValue};
+pub use prometheus::MetricsServer;
+pub use set::{CounterError, CounterKind, CounterSet, CounterValue};
 pub(crate) use traffic::Traffic;

@@ -27,6 +27,22 @@ pub struct CounterValue {
     pub time: f64,
     /// Which evaluation of the set produced the value (1, 2, …).
     pub sequence: u64,
+    /// How the value behaves over time.
+    pub kind: CounterKind,
+}
+
+/// How a counter's value behaves over time, and what a reset does to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum CounterKind {
+    /// A count or a time that only grows; after a reset, the growth since.
+    Cumulative,
+    /// A ratio of two growing sums (an average, a rate, an overhead); after
+    /// a reset, the ratio of their growths.
+    Ratio,
+    /// A level that goes up and down (memory, uptime); resets do not apply.
+    Level,
 }
 
 /// Why counters could not be queried.
@@ -152,6 +168,11 @@ impl CounterSet {
                 unit: registry::get(&s.type_name).map_or("", |t| t.unit),
                 time: s.time,
                 sequence: self.sequence,
+                kind: match s.raw {
+                    registry::Raw::Count(_) => CounterKind::Cumulative,
+                    registry::Raw::Ratio { .. } => CounterKind::Ratio,
+                    registry::Raw::Gauge(_) => CounterKind::Level,
+                },
             })
             .collect();
         if reset {

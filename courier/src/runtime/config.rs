@@ -27,7 +27,7 @@
 //! | `COURIER_LOCAL_LOCALITIES` | localities on this host, to size the worker pools |
 
 use std::ffi::OsString;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::str::FromStr;
 
 use std::path::PathBuf;
@@ -87,6 +87,7 @@ pub struct Config {
     pub(crate) env_error: Option<String>,
     pub(crate) counters: PrintOptions,
     pub(crate) list_counters: bool,
+    pub(crate) counters_http: Option<SocketAddr>,
 }
 
 impl Default for Config {
@@ -129,6 +130,7 @@ impl Config {
             env_error: None,
             counters: PrintOptions::default(),
             list_counters: false,
+            counters_http: None,
         };
         Config {
             env_error: (!errors.is_empty()).then(|| errors.join("; ")),
@@ -226,6 +228,13 @@ impl Config {
         self
     }
 
+    /// Serves every counter at `http://ADDR/metrics` in the Prometheus text
+    /// format while the job runs (see [`Runtime::serve_metrics`](crate::Runtime::serve_metrics)).
+    pub fn counters_http(mut self, addr: SocketAddr) -> Self {
+        self.counters_http = Some(addr);
+        self
+    }
+
     /// The configured number of localities.
     pub fn num_localities(&self) -> u32 {
         self.localities
@@ -317,6 +326,9 @@ pub struct RuntimeArgs {
     /// List every counter type with its unit and help, then exit.
     #[arg(long)]
     pub list_counters: bool,
+    /// Serve every counter at http://ADDR/metrics (Prometheus text format).
+    #[arg(long, value_name = "ADDR")]
+    pub counters_http: Option<SocketAddr>,
 }
 
 impl RuntimeArgs {
@@ -346,10 +358,14 @@ impl RuntimeArgs {
         for name in &self.print_counter_reset {
             config = config.print_counter_reset(name.clone());
         }
-        config
+        config = config
             .print_counter_interval(Duration::from_millis(self.print_counter_interval))
             .print_counter_destination(self.print_counter_destination.clone())
             .print_counter_format(self.print_counter_format)
-            .list_counters(self.list_counters)
+            .list_counters(self.list_counters);
+        if let Some(addr) = self.counters_http {
+            config = config.counters_http(addr);
+        }
+        config
     }
 }

@@ -144,9 +144,20 @@ where
         true => Printer::start(&rt, &config.counters).map(Some),
         false => Ok(None),
     };
-    let outcome = match printer {
-        Err(e) => Err(Error::Config(e.to_string())),
-        Ok(printer) => {
+    let metrics = match config.counters_http {
+        Some(addr) => rt.serve_metrics(addr).map(Some).map_err(|e| {
+            Error::Config(format!(
+                "cannot serve counters at http://{addr}/metrics: {e}"
+            ))
+        }),
+        None => Ok(None),
+    };
+    let started = printer
+        .map_err(|e| Error::Config(e.to_string()))
+        .and_then(|p| metrics.map(|m| (p, m)));
+    let outcome = match started {
+        Err(e) => Err(e),
+        Ok((printer, metrics)) => {
             let task = root.sched.spawn(main(rt));
             let outcome =
                 std::panic::catch_unwind(AssertUnwindSafe(|| futures::executor::block_on(task)));
@@ -154,6 +165,7 @@ where
             if let Some(printer) = printer {
                 printer.finish();
             }
+            drop(metrics);
             match outcome {
                 Ok(Ok(value)) => Ok(value),
                 Ok(Err(error)) => Err(Error::Main(error)),

@@ -1,0 +1,212 @@
+//! Counters over HTTP in the Prometheus text exposition format
+//! (`--counters-http ADDR`, then scrape `http://ADDR/metrics`).
+//!
+//! Every counter of every locality is served: `total` instances and, for
+//! per-worker counters, every `worker-thread#K`. A counter name maps to a
+//! metric name the Prometheus way:
+//!
+//! ```text
+//! /threads{locality#0/worker-thread#1}/time/cumulative
+//!   -> courier_threads_time_cumulative_seconds_total{locality="0",instance="worker-thread#1"}
+//! ```
+//!
+//! `-` and `/` become `_`; times are converted from ns to seconds (suffix
+//! `_seconds`), bytes get `_bytes`, cumulative counters are of type
+//! `counter` with suffix `_total`, all others are `gauge`s.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use super::name::{CounterName, Index, Instance};
+use super::registry;
+use super::set::{CounterKind, CounterSet, CounterValue};
+use crate::Runtime;
+
+/// The counters every scrape evaluates.
+const SCRAPED: [&str; 2] = ["/*{locality#*/total}/*", "/*{locality#*/worker-thread#*}/*"];
+
+/// An HTTP server of `/metrics`, started by [`Runtime::serve_metrics`].
+/// Stops when dropped.
+#[derive(Debug)]
+pub struct MetricsServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl MetricsServer {
+    /// The address it listens on (useful when started on port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        // Unblock the accept call.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Runtime {
+    /// Serves every counter of the job at `http://ADDR/metrics` in the
+    /// Prometheus text format until the returned server is dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use courier::{Config, Transport};
+    ///
+    /// courier::launch(Config::new().localities(2).transport(Transport::Inproc), |rt| async move {
+    ///     let server = rt.serve_metrics("127.0.0.1:0".parse()?)?;
+    ///     let body = std::thread::spawn(move || {
+    ///         let mut s = std::net::TcpStream::connect(server.local_addr()).unwrap();
+    ///         s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    ///         let mut body = String::new();
+    ///         s.read_to_string(&mut body).unwrap();
+    ///         body
+    ///     })
+    ///     .join()
+    ///     .unwrap();
+    ///     assert!(body.contains("courier_parcels_count_sent_total{locality=\"1\",instance=\"total\"}"));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn serve_metrics(&self, addr: SocketAddr) -> std::io::Result<MetricsServer> {
+        let listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
+        let set = self
+            .counters(SCRAPED)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let thread = thread::Builder::new()
+            .name("courier-metrics".into())
+            .spawn(move || serve(listener, set, &stopped))?;
+        Ok(MetricsServer {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+fn serve(listener: TcpListener, mut set: CounterSet, stop: &AtomicBool) {
+    for stream in listener.incoming() {
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        if let Err(e) = answer(stream, &mut set) {
+            eprintln!("courier: metrics: {e}");
+        }
+    }
+}
+
+/// Answers one HTTP/1.x request and closes the connection.
+fn answer(mut stream: TcpStream, set: &mut CounterSet) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut reader = BufReader::new(&stream);
+    let mut request = String::new();
+    reader.read_line(&mut request)?;
+    // Skip the headers.
+    let mut line = String::new();
+    while reader.read_line(&mut line)? > 2 {
+        line.clear();
+    }
+    let path = request.split_whitespace().nth(1).unwrap_or("");
+    let (status, content_type, body) = if request.starts_with("GET ") && path == "/metrics" {
+        match futures::executor::block_on(set.evaluate(false)) {
+            Ok(values) => (
+                "200 OK",
+                "text/plain; version=0.0.4; charset=utf-8",
+                exposition(&values),
+            ),
+            Err(e) => ("500 Internal Server Error", "text/plain", format!("{e}\n")),
+        }
+    } else {
+        (
+            "404 Not Found",
+            "text/plain",
+            "only /metrics is served here\n".to_owned(),
+        )
+    };
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    stream.flush()
+}
+
+/// The metric name, the label set, and the value in the metric's unit.
+fn metric(value: &CounterValue) -> Option<(String, String, f64)> {
+    let name = CounterName::parse(&value.name).ok()?;
+    let mut metric = format!("courier_{}_{}", name.object, name.counter).replace(['/', '-'], "_");
+    let mut v = value.value;
+    match value.unit {
+        "ns" => {
+            metric.push_str("_seconds");
+            v /= 1e9;
+        }
+        "s" => metric.push_str("_seconds"),
+        "B" => metric.push_str("_bytes"),
+        _ => {}
+    }
+    if value.kind == CounterKind::Cumulative {
+        metric.push_str("_total");
+    }
+    let Index::At(locality) = name.locality else {
+        return None;
+    };
+    let instance = match name.instance {
+        Instance::Total => "total".to_owned(),
+        other => other.to_string(),
+    };
+    Some((
+        metric,
+        format!("locality=\"{locality}\",instance=\"{instance}\""),
+        v,
+    ))
+}
+
+/// Renders values in the text exposition format, one family per metric
+/// with its HELP and TYPE lines.
+pub(crate) fn exposition(values: &[CounterValue]) -> String {
+    let mut rows: Vec<(String, String, f64, &CounterValue)> = values
+        .iter()
+        .filter_map(|v| metric(v).map(|(m, l, x)| (m, l, x, v)))
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    let mut out = String::new();
+    let mut family = "";
+    for (metric, labels, value, original) in &rows {
+        if metric != family {
+            let help = CounterName::parse(&original.name)
+                .ok()
+                .and_then(|n| registry::get(&n.type_name()))
+                .map_or("", |t| t.help);
+            let kind = if original.kind == CounterKind::Cumulative {
+                "counter"
+            } else {
+                "gauge"
+            };
+            let _ = writeln!(out, "# HELP {metric} {}", help.replace('\\', "\\\\"));
+            let _ = writeln!(out, "# TYPE {metric} {kind}");
+            family = metric;
+        }
+        let _ = writeln!(out, "{metric}{{{labels}}} {value}");
+    }
+    out
+}
