@@ -354,3 +354,35 @@ fn metrics_endpoint_serves_prometheus_text() {
     })
     .unwrap();
 }
+
+#[test]
+fn derived_counters_combine_other_counters() {
+    // Two workers: the main task sleeps on one while the statistics
+    // samples run on the other.
+    courier::launch(common::inproc(3).workers(2), |rt| async move {
+        for l in rt.localities() {
+            rt.call(l, take, ([0; 16],)).await?;
+        }
+        let mut set = rt.counters([
+            "/parcels{locality#*/total}/count/sent",
+            "/arithmetics/add@/parcels{locality#*/total}/count/sent",
+            "/threads{locality#1/total}/time/average",
+            "/arithmetics/divide@/threads{locality#1/total}/time/cumulative,/threads{locality#1/total}/count/cumulative",
+            "/statistics{/runtime{locality#0/total}/uptime}/max@5",
+            "/statistics{/runtime{locality#0/total}/uptime}/min@5",
+            "/statistics{/runtime{locality#0/total}/uptime}/stddev@5,4",
+        ])?;
+        std::thread::sleep(Duration::from_millis(100));
+        let v = set.evaluate(false).await?;
+        assert_eq!(v.len(), 3 + 1 + 1 + 1 + 3);
+        assert_eq!(v[3].value, v[0].value + v[1].value + v[2].value);
+        assert_eq!(v[3].unit, "");
+        assert_eq!(v[4].value, v[5].value, "average via divide");
+        let (max, min, stddev) = (v[6].value, v[7].value, v[8].value);
+        assert!(max > min && min > 0.0, "uptime max {max} min {min}");
+        assert!(stddev > 0.0 && stddev < max - min, "windowed stddev {stddev}");
+        assert_eq!(v[6].unit, "s");
+        Ok(())
+    })
+    .unwrap();
+}

@@ -6,6 +6,7 @@
 //!   sampled from a locality's statistics.
 //! - `traffic`: what a locality sent and received.
 //! - `set`: [`CounterSet`], evaluate and reset, local and remote.
+//! - `derived`: `/arithmetics/...` and `/statistics{...}/...` counters.
 //! - `print`: the `--print-counter` options and `--list-counters`.
 //! - `prometheus`: `/metrics` over HTTP ([`MetricsServer`]).
 //!
@@ -16,6 +17,7 @@
 //! most one maintenance interval behind a busy worker and exact for an idle
 //! one. The full list, with formulas, is in `COUNTERS.md`.
 
+mod derived;
 mod name;
 mod print;
 mod prometheus;

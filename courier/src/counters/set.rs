@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::name::{CounterName, Index};
+use super::derived::{self, Derived, Op, Statistics};
+use super::name::{CounterName, Index, ParseError};
 use super::registry::{self, Sample, Sources};
 use crate::{CallError, LocalityId, Runtime};
 
@@ -104,125 +105,238 @@ pub enum CounterError {
 #[derive(Debug)]
 pub struct CounterSet {
     rt: Runtime,
-    names: Vec<CounterName>,
+    items: Vec<Item>,
     baselines: HashMap<String, registry::Raw>,
     sequence: u64,
 }
 
+/// One name given to [`Runtime::counters`].
+#[derive(Debug)]
+enum Item {
+    /// A counter (wildcards allowed).
+    Plain(CounterName),
+    /// A fold over other counters' values.
+    Arithmetic {
+        name: String,
+        op: Op,
+        operands: Vec<CounterName>,
+    },
+    /// A summary of another counter's values over time.
+    Statistics(Statistics),
+}
+
 impl Runtime {
-    /// A set of the counters named by `names` (HPX grammar, wildcards
-    /// allowed; see `COUNTERS.md`). Fails at once on a malformed name, an
-    /// unknown counter type, or a locality the job does not have.
+    /// A set of the counters named by `names` (HPX grammar, wildcards and
+    /// derived counters allowed; see `COUNTERS.md`). Fails at once on a
+    /// malformed name, an unknown counter type, or a locality the job does
+    /// not have.
     pub fn counters<I, S>(&self, names: I) -> Result<CounterSet, CounterError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let mut parsed = Vec::new();
+        let mut items = Vec::new();
         for name in names {
             let name = name.as_ref();
-            let counter = CounterName::parse(name).map_err(|e| CounterError::BadName {
+            let bad_name = |e: ParseError| CounterError::BadName {
                 name: name.to_owned(),
                 reason: e.0,
-            })?;
-            let not_found = |reason| CounterError::NotFound {
-                name: name.to_owned(),
-                reason,
             };
-            if registry::matching(&counter.type_name()).is_empty() {
-                return Err(not_found(registry::unknown_type_message(
-                    &counter.type_name(),
+            let item = match derived::parse(name).map_err(bad_name)? {
+                None => Item::Plain(self.check(name, CounterName::parse(name).map_err(bad_name)?)?),
+                Some(Derived::Arithmetic { op, operands }) => Item::Arithmetic {
+                    name: name.trim().to_owned(),
+                    op,
+                    operands: operands
+                        .into_iter()
+                        .map(|o| self.check(name, o))
+                        .collect::<Result<_, _>>()?,
+                },
+                Some(Derived::Statistics {
+                    stat,
+                    base,
+                    interval,
+                    window,
+                }) => {
+                    let base = self.check(name, base)?;
+                    let base_set = CounterSet::new(self, vec![Item::Plain(base)]);
+                    Item::Statistics(Statistics::start(
+                        name.trim().to_owned(),
+                        stat,
+                        base_set,
+                        interval,
+                        window,
+                    ))
+                }
+            };
+            items.push(item);
+        }
+        Ok(CounterSet::new(self, items))
+    }
+
+    /// Checks that `counter` (from the name `name`) exists in this job.
+    fn check(&self, name: &str, counter: CounterName) -> Result<CounterName, CounterError> {
+        let not_found = |reason| CounterError::NotFound {
+            name: name.to_owned(),
+            reason,
+        };
+        if registry::matching(&counter.type_name()).is_empty() {
+            return Err(not_found(registry::unknown_type_message(
+                &counter.type_name(),
+            )));
+        }
+        if let Index::At(l) = counter.locality {
+            if l >= self.num_localities() {
+                return Err(not_found(format!(
+                    "locality#{l} does not exist: the job has {} localities",
+                    self.num_localities()
                 )));
             }
-            if let Index::At(l) = counter.locality {
-                if l >= self.num_localities() {
-                    return Err(not_found(format!(
-                        "locality#{l} does not exist: the job has {} localities",
-                        self.num_localities()
-                    )));
-                }
-            }
-            parsed.push(counter);
         }
-        Ok(CounterSet {
-            rt: self.clone(),
-            names: parsed,
-            baselines: HashMap::new(),
-            sequence: 0,
-        })
+        Ok(counter)
+    }
+}
+
+fn kind_of(raw: &registry::Raw) -> CounterKind {
+    match raw {
+        registry::Raw::Count(_) => CounterKind::Cumulative,
+        registry::Raw::Ratio { .. } => CounterKind::Ratio,
+        registry::Raw::Gauge(_) => CounterKind::Level,
     }
 }
 
 impl CounterSet {
-    /// Samples every counter of the set, in the order of the names given
-    /// (wildcards expanded in locality, then instance order). With `reset`,
-    /// the next evaluation starts from these values.
+    fn new(rt: &Runtime, items: Vec<Item>) -> Self {
+        CounterSet {
+            rt: rt.clone(),
+            items,
+            baselines: HashMap::new(),
+            sequence: 0,
+        }
+    }
+
+    /// Samples every counter of the set, in the order of the names given;
+    /// a wildcard expands in locality order, then instance order. With
+    /// `reset`, the next evaluation starts from these values.
     pub async fn evaluate(&mut self, reset: bool) -> Result<Vec<CounterValue>, CounterError> {
-        let samples = self.sample().await?;
+        let sampled = self.sample().await?;
         self.sequence += 1;
-        let values = samples
-            .iter()
-            .map(|s| CounterValue {
-                name: s.name.clone(),
-                value: s.raw.value_since(self.baselines.get(&s.name)),
-                unit: registry::get(&s.type_name).map_or("", |t| t.unit),
-                time: s.time,
-                sequence: self.sequence,
-                kind: match s.raw {
-                    registry::Raw::Count(_) => CounterKind::Cumulative,
-                    registry::Raw::Ratio { .. } => CounterKind::Ratio,
-                    registry::Raw::Gauge(_) => CounterKind::Level,
-                },
-            })
-            .collect();
+        let mut values = Vec::new();
+        let mut next = sampled.iter();
+        for item in &self.items {
+            match item {
+                Item::Plain(_) => {
+                    let samples = next.next().expect("one sample list per plain counter");
+                    values.extend(samples.iter().map(|s| self.value(s)));
+                }
+                Item::Arithmetic { name, op, operands } => {
+                    let samples: Vec<&Sample> = operands
+                        .iter()
+                        .flat_map(|_| next.next().expect("one sample list per operand"))
+                        .collect();
+                    let operand_values: Vec<CounterValue> =
+                        samples.iter().map(|s| self.value(s)).collect();
+                    let first = operand_values.first();
+                    values.push(CounterValue {
+                        name: name.clone(),
+                        value: op
+                            .apply(&operand_values.iter().map(|v| v.value).collect::<Vec<_>>()),
+                        unit: match op {
+                            Op::Add | Op::Subtract => first.map_or("", |v| v.unit),
+                            Op::Multiply | Op::Divide => "",
+                        },
+                        time: operand_values.iter().map(|v| v.time).fold(0.0, f64::max),
+                        sequence: self.sequence,
+                        kind: first.map_or(CounterKind::Level, |v| v.kind),
+                    });
+                }
+                Item::Statistics(stats) => values.extend(stats.values(self.sequence)),
+            }
+        }
         if reset {
-            self.remember(samples);
+            self.remember(sampled.into_iter().flatten());
         }
         Ok(values)
     }
 
     /// Makes the next evaluation start from the current values.
     pub async fn reset(&mut self) -> Result<(), CounterError> {
-        let samples = self.sample().await?;
-        self.remember(samples);
+        let sampled = self.sample().await?;
+        self.remember(sampled.into_iter().flatten());
         Ok(())
     }
 
-    fn remember(&mut self, samples: Vec<Sample>) {
-        for s in samples {
-            self.baselines.insert(s.name, s.raw);
+    fn value(&self, s: &Sample) -> CounterValue {
+        CounterValue {
+            name: s.name.clone(),
+            value: s.raw.value_since(self.baselines.get(&s.name)),
+            unit: registry::get(&s.type_name).map_or("", |t| t.unit),
+            time: s.time,
+            sequence: self.sequence,
+            kind: kind_of(&s.raw),
         }
     }
 
-    /// Asks every locality involved for its samples, all at once.
-    async fn sample(&self) -> Result<Vec<Sample>, CounterError> {
-        let mut per_locality: Vec<(LocalityId, Vec<String>)> = Vec::new();
-        for name in &self.names {
+    fn remember(&mut self, samples: impl Iterator<Item = Sample>) {
+        for s in samples {
+            self.baselines.insert(s.name, s.raw);
+        }
+        for item in &self.items {
+            if let Item::Statistics(stats) = item {
+                stats.reset();
+            }
+        }
+    }
+
+    /// The counter names the localities must sample, in item order.
+    fn sampled_names(&self) -> Vec<&CounterName> {
+        let mut names = Vec::new();
+        for item in &self.items {
+            match item {
+                Item::Plain(name) => names.push(name),
+                Item::Arithmetic { operands, .. } => names.extend(operands),
+                Item::Statistics(_) => {}
+            }
+        }
+        names
+    }
+
+    /// Asks every locality involved for its samples, all at once. Returns
+    /// one list per name of [`sampled_names`](Self::sampled_names), each in
+    /// locality order.
+    async fn sample(&self) -> Result<Vec<Vec<Sample>>, CounterError> {
+        let names = self.sampled_names();
+        // (locality, [(index of the name, concrete name)])
+        let mut per_locality: Vec<(LocalityId, Vec<(usize, String)>)> = Vec::new();
+        for (i, name) in names.iter().enumerate() {
             let localities: Vec<LocalityId> = match name.locality {
                 Index::At(l) => vec![LocalityId::new(l)],
                 Index::All => self.rt.localities().collect(),
             };
             for l in localities {
-                let mut concrete = name.clone();
+                let mut concrete = (*name).clone();
                 concrete.locality = Index::At(l.get());
                 match per_locality.iter_mut().find(|(x, _)| *x == l) {
-                    Some((_, names)) => names.push(concrete.to_string()),
-                    None => per_locality.push((l, vec![concrete.to_string()])),
+                    Some((_, list)) => list.push((i, concrete.to_string())),
+                    None => per_locality.push((l, vec![(i, concrete.to_string())])),
                 }
             }
         }
         per_locality.sort_by_key(|(l, _)| *l);
         let calls: Vec<_> = per_locality
             .into_iter()
-            .map(|(l, names)| (names.clone(), self.rt.call(l, sample_counters, (names,))))
+            .map(|(l, list)| {
+                let strings = list.iter().map(|(_, n)| n.clone()).collect();
+                (list, self.rt.call(l, sample_counters, (strings,)))
+            })
             .collect();
-        let mut samples = Vec::new();
-        for (names, call) in calls {
-            for (name, result) in names.into_iter().zip(call.await?) {
-                samples.extend(result.map_err(|reason| CounterError::NotFound { name, reason })?);
+        let mut out: Vec<Vec<Sample>> = names.iter().map(|_| Vec::new()).collect();
+        for (list, call) in calls {
+            for ((i, name), result) in list.into_iter().zip(call.await?) {
+                out[i].extend(result.map_err(|reason| CounterError::NotFound { name, reason })?);
             }
         }
-        Ok(samples)
+        Ok(out)
     }
 }
 

@@ -122,7 +122,7 @@ impl PendingTable {
 
 enum State<T> {
     Remote(oneshot::Receiver<Completion>),
-    Local(JoinHandle<Result<T, Failure>>),
+    Local(async_task::FallibleTask<Result<T, Failure>>),
     Failed(Option<Failure>),
 }
 
@@ -161,7 +161,7 @@ impl<T> CallFuture<T> {
         locality: LocalityId,
         task: JoinHandle<Result<T, Failure>>,
     ) -> Self {
-        Self::with_state(action, locality, State::Local(task))
+        Self::with_state(action, locality, State::Local(task.fallible()))
     }
 
     pub(crate) fn failed(action: &'static str, locality: LocalityId, failure: Failure) -> Self {
@@ -206,7 +206,9 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
             },
             State::Local(task) => match Pin::new(task).poll(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(result) => result,
+                Poll::Ready(Some(result)) => result,
+                // The scheduler dropped the task: the job is ending.
+                Poll::Ready(None) => Err(Failure::ShuttingDown),
             },
             State::Failed(failure) => Err(failure
                 .take()
