@@ -386,3 +386,37 @@ fn derived_counters_combine_other_counters() {
     })
     .unwrap();
 }
+
+#[test]
+fn perf_events_count_or_say_they_are_not_supported() {
+    courier::launch(common::inproc(1).workers(2), |rt| async move {
+        let mut faults = rt.counters(["/perf{locality#0/total}/page-faults"])?;
+        let opened = faults.reset().await;
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                rt.spawn(async {
+                    let v = vec![1u8; 8 << 20];
+                    std::hint::black_box(v.iter().map(|&x| u64::from(x)).sum::<u64>())
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await;
+        }
+        match opened.and(faults.evaluate(false).await) {
+            Ok(v) => assert!(v[0].value > 0.0, "no page faults counted: {v:?}"),
+            Err(e) => assert!(e.to_string().contains("not supported"), "{e}"),
+        }
+        let mut cycles = rt.counters(["/perf{locality#0/worker-thread#1}/cycles"])?;
+        match cycles.evaluate(false).await {
+            Ok(v) => assert_eq!(v.len(), 1),
+            Err(e) => assert!(e.to_string().contains("not supported"), "{e}"),
+        }
+        // A wildcard skips the events this machine lacks instead of failing.
+        rt.counters(["/perf{locality#0/total}/*"])?
+            .evaluate(false)
+            .await?;
+        Ok(())
+    })
+    .unwrap();
+}

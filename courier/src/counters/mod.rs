@@ -5,6 +5,7 @@
 //! - `registry`: every counter type, its unit and help text, and how it is
 //!   sampled from a locality's statistics.
 //! - `traffic`: what a locality sent and received.
+//! - `perf`: hardware and kernel events of the workers (Linux perf events).
 //! - `set`: [`CounterSet`], evaluate and reset, local and remote.
 //! - `derived`: `/arithmetics/...` and `/statistics{...}/...` counters.
 //! - `print`: the `--print-counter` options and `--list-counters`.
@@ -19,12 +20,14 @@
 
 mod derived;
 mod name;
+mod perf;
 mod print;
 mod prometheus;
 mod registry;
 mod set;
 mod traffic;
 
+pub(crate) use perf::Perf;
 pub use print::CounterFormat;
 pub(crate) use print::{PrintOptions, Printer, list_counters};
 pub use prometheus::MetricsServer;

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::name::{CounterName, Index, Instance, edit_distance, glob_match};
+use super::perf::EVENTS;
 use super::traffic::DirectionCounts;
 use crate::runtime::Locality;
 use crate::sched::{StatsSnapshot, WorkerStats};
@@ -83,7 +84,7 @@ pub(crate) enum Instances {
     Locality,
 }
 
-type Sampler = fn(&Sources<'_>, Instance) -> Option<Raw>;
+type Sampler = fn(&Sources<'_>, Instance) -> Result<Raw, String>;
 
 /// One counter type: its name, unit, help text, and how to sample it.
 pub(crate) struct CounterType {
@@ -111,7 +112,11 @@ macro_rules! worker_counter {
             unit: $unit,
             help: $help,
             instances: Instances::PerWorker,
-            sample: |s, i| s.worker(i).map(|$w| $raw),
+            sample: |s, i| {
+                s.worker(i)
+                    .map(|$w| $raw)
+                    .ok_or_else(|| format!("no instance {i}"))
+            },
         }
     };
 }
@@ -123,7 +128,23 @@ macro_rules! locality_counter {
             unit: $unit,
             help: $help,
             instances: Instances::Locality,
-            sample: |$s, i| (i == Instance::Total).then(|| $raw),
+            sample: |$s, i| {
+                (i == Instance::Total)
+                    .then(|| $raw)
+                    .ok_or_else(|| format!("no instance {i}"))
+            },
+        }
+    };
+}
+
+macro_rules! perf_counter {
+    ($index:literal) => {
+        CounterType {
+            name: EVENTS[$index].0,
+            unit: "",
+            help: EVENTS[$index].1,
+            instances: Instances::PerWorker,
+            sample: |s, i| s.locality.perf.read($index, i).map(Raw::Count),
         }
     };
 }
@@ -176,6 +197,12 @@ pub(crate) static TYPES: &[CounterType] = &[
         "parcels (calls and responses) sent to other localities",
         |s| Raw::Count(s.sent.parcels)
     ),
+    perf_counter!(0),
+    perf_counter!(1),
+    perf_counter!(2),
+    perf_counter!(3),
+    perf_counter!(4),
+    perf_counter!(5),
     locality_counter!(
         "/runtime/memory/resident",
         "B",
@@ -379,8 +406,12 @@ pub(crate) fn sample(sources: &Sources<'_>, pattern: &CounterName) -> Result<Vec
             (instance @ Instance::Worker(Index::At(_)), Instances::PerWorker) => vec![instance],
         };
         for instance in instances {
-            let raw = (ty.sample)(sources, instance)
-                .ok_or_else(|| format!("{} has no instance {instance}", ty.name))?;
+            let raw = match (ty.sample)(sources, instance) {
+                Ok(raw) => raw,
+                // A wildcard type skips what this machine cannot count.
+                Err(_) if pattern.type_name() != ty.name => continue,
+                Err(why) => return Err(format!("{}: {why}", ty.name)),
+            };
             let (object, counter) = split_type(ty.name);
             let name = CounterName {
                 object: object.to_owned(),

@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 use super::LocalityId;
 use super::error::panic_message;
 use crate::action::{ActionId, registry};
-use crate::counters::Traffic;
+use crate::counters::{Perf, Traffic};
 use crate::parcel::{
     ActivityCounts, Caller, Control, FRAME_HEADROOM, Failure, FrameBody, FrameBuilder, Parcel,
     PendingTable, RemoteError, ReplyTo, decode_frame, encode_control,
@@ -55,6 +55,8 @@ pub(crate) struct Locality {
     pub(crate) traffic: Traffic,
     /// When this locality started, for `/runtime/uptime` and counter timestamps.
     pub(crate) started: std::time::Instant,
+    /// Perf-event counters of the workers, opened on first use.
+    pub(crate) perf: Perf,
     /// Set once the job is ending: lost connections are expected then.
     stopping: AtomicBool,
     pub(crate) control: Mutex<ControlState>,
@@ -112,13 +114,17 @@ impl Locality {
             max_frame_bytes,
             traffic: Traffic::default(),
             started: std::time::Instant::now(),
+            perf: Perf::default(),
             stopping: AtomicBool::new(false),
             control: Mutex::new(ControlState::default()),
             control_changed: Condvar::new(),
         });
         sched.set_background(Arc::new(Progress(Arc::downgrade(&locality))));
         let runtime = super::Runtime::new(Arc::clone(&locality));
-        let on_start = Arc::new(move || super::handle::set_current(runtime.clone()));
+        let on_start = Arc::new(move |index| {
+            runtime.inner().perf.register_current_thread(index);
+            super::handle::set_current(runtime.clone());
+        });
         sched.start(&format!("courier-{}", here.get()), on_start)?;
         Ok(locality)
     }

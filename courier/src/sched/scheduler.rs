@@ -122,12 +122,12 @@ impl Scheduler {
         }
     }
 
-    /// Starts the worker threads. `on_start` runs first on every worker thread
+    /// Starts the worker threads. `on_start(index)` runs first on every worker thread
     /// (the runtime uses it to install its thread-local handle).
     pub(crate) fn start(
         self: &Arc<Self>,
         name: &str,
-        on_start: Arc<dyn Fn() + Send + Sync>,
+        on_start: Arc<dyn Fn(usize) + Send + Sync>,
     ) -> std::io::Result<()> {
         let locals: Vec<_> = self.locals.lock().iter_mut().map(Option::take).collect();
         let mut threads = self.threads.lock();
@@ -138,7 +138,7 @@ impl Scheduler {
             let handle = thread::Builder::new()
                 .name(format!("{name}-worker-{index}"))
                 .spawn(move || {
-                    on_start();
+                    on_start(index);
                     worker::run(sched, index, local);
                 })?;
             threads.push(handle);
