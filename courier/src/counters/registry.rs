@@ -468,6 +468,14 @@ mod tests {
     }
 
     #[test]
+    fn every_type_is_documented_in_counters_md() {
+        let doc = include_str!("../../../COUNTERS.md");
+        for t in TYPES {
+            assert!(doc.contains(&format!("`{}", t.name)), "COUNTERS.md lacks {}", t.name);
+        }
+    }
+
+    #[test]
     fn misspelt_names_get_suggestions() {
         assert_eq!(
             suggest("/threads/count/cumulatve")[0],
