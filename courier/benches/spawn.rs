@@ -3,6 +3,8 @@
 //! `cargo bench -p courier --bench spawn`
 #![allow(missing_docs)]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use courier::{Config, Transport};
@@ -13,13 +15,31 @@ use criterion::{Criterion, criterion_group, criterion_main};
 const BATCH: u64 = 1024;
 
 /// Spawns `n` empty tasks from inside a task, in batches of [`BATCH`], and
-/// awaits them all; returns the time taken, measured on the worker.
-fn spawn_empty_tasks(n: u64) -> Duration {
+/// awaits them all; returns the time taken, measured on the worker. With
+/// `read_counters`, another thread evaluates a set of thread counters every
+/// 10 ms meanwhile (the cost of always-on counters being read).
+fn spawn_empty_tasks(n: u64, workers: usize, read_counters: bool) -> Duration {
     let config = Config::new()
         .localities(1)
-        .workers(1)
+        .workers(workers)
         .transport(Transport::Inproc);
     courier::launch(config, move |rt| async move {
+        let stop = Arc::new(AtomicBool::new(false));
+        let reader = read_counters.then(|| {
+            let mut set = rt
+                .counters([
+                    "/threads{locality#0/total}/*",
+                    "/threads{locality#0/worker-thread#*}/*",
+                ])
+                .expect("counter names");
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    futures::executor::block_on(set.evaluate(false)).expect("evaluate");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+        });
         let mut handles = Vec::with_capacity(BATCH as usize);
         let start = Instant::now();
         let mut left = n;
@@ -31,14 +51,27 @@ fn spawn_empty_tasks(n: u64) -> Duration {
             }
             left -= batch;
         }
-        Ok(start.elapsed())
+        let elapsed = start.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        if let Some(reader) = reader {
+            reader.join().expect("counter reader");
+        }
+        Ok(elapsed)
     })
     .expect("the bench job failed")
 }
 
 fn bench(c: &mut Criterion) {
     c.bench_function("spawn_and_run_empty_task", |b| {
-        b.iter_custom(spawn_empty_tasks)
+        b.iter_custom(|n| spawn_empty_tasks(n, 1, false))
+    });
+    // The cost of counters being read: two workers in both (the sampling
+    // task needs a worker while the spawning task runs), read or not.
+    c.bench_function("empty_tasks_2_workers_counters_never_read", |b| {
+        b.iter_custom(|n| spawn_empty_tasks(n, 2, false))
+    });
+    c.bench_function("empty_tasks_2_workers_counters_read_every_10ms", |b| {
+        b.iter_custom(|n| spawn_empty_tasks(n, 2, true))
     });
 }
 

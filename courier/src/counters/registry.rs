@@ -471,7 +471,11 @@ mod tests {
     fn every_type_is_documented_in_counters_md() {
         let doc = include_str!("../../../COUNTERS.md");
         for t in TYPES {
-            assert!(doc.contains(&format!("`{}", t.name)), "COUNTERS.md lacks {}", t.name);
+            assert!(
+                doc.contains(&format!("`{}", t.name)),
+                "COUNTERS.md lacks {}",
+                t.name
+            );
         }
     }
 
