@@ -68,6 +68,20 @@ async fn traffic(rt: Runtime, n: u64) -> Result<(), courier::BoxError> {
         n as f64
     );
     assert!(value(&there, "/serialize{locality#1/total}/count/received") > 16.0 * n as f64);
+    // Per action: the calls of `take`, not the counter queries' own calls.
+    let per_action = rt
+        .counters([
+            "/parcels{locality#0/total}/count/sent@take",
+            "/parcels{locality#1/total}/count/received@counters::take",
+            "/data{locality#1/total}/count/received@take",
+            "/parcels{locality#1/total}/count/received@sample_counters",
+        ])?
+        .evaluate(false)
+        .await?;
+    assert_eq!(per_action[0].value, n as f64);
+    assert_eq!(per_action[1].value, n as f64);
+    assert_eq!(per_action[2].value, 16.0 * n as f64);
+    assert_eq!(per_action[3].value, 2.0, "the query above and this one");
     Ok(())
 }
 
@@ -178,6 +192,15 @@ fn bad_names_are_clear_errors() {
         let mut set = rt.counters(["/parcels{locality#0/worker-thread#0}/count/sent"])?;
         let err = set.evaluate(false).await.unwrap_err().to_string();
         assert!(err.contains("only `total`"), "{err}");
+        let mut set = rt.counters(["/parcels{locality#0/total}/count/sent@tkae"])?;
+        let err = set.evaluate(false).await.unwrap_err().to_string();
+        assert!(
+            err.contains("no action named `tkae`") && err.contains("counters::take"),
+            "{err}"
+        );
+        let mut set = rt.counters(["/threads{locality#0/total}/idle-rate@take"])?;
+        let err = set.evaluate(false).await.unwrap_err().to_string();
+        assert!(err.contains("takes no parameters"), "{err}");
         Ok(())
     })
     .unwrap();

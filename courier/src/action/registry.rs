@@ -73,9 +73,12 @@ fn erased_handler<A: Action>(args: &[u8]) -> Result<ErasedOutput, postcard::Erro
 inventory::collect!(ActionEntry);
 
 /// Every action of the binary by id, and a fingerprint of the whole set.
+/// Each action also has a *slot*: its index in name order, dense, for
+/// per-action tables.
 #[derive(Debug)]
 pub(crate) struct Registry {
-    by_id: FxHashMap<ActionId, &'static ActionEntry>,
+    by_id: FxHashMap<ActionId, (usize, &'static ActionEntry)>,
+    by_slot: Vec<&'static ActionEntry>,
     fingerprint: u64,
 }
 
@@ -84,11 +87,12 @@ impl Registry {
         let mut entries: Vec<&'static ActionEntry> = inventory::iter::<ActionEntry>().collect();
         entries.sort_by_key(|e| e.name);
         let mut by_id = FxHashMap::default();
+        let by_slot = entries.clone();
         // The fingerprint covers names and signatures, so a changed argument
         // type is caught at connection time too.
         let mut fingerprint = fnv1a(ActionId::of_name("courier-registry-v1").to_bits(), &[]);
-        for entry in entries {
-            if let Some(other) = by_id.insert(entry.id, entry) {
+        for (slot, entry) in entries.into_iter().enumerate() {
+            if let Some((_, other)) = by_id.insert(entry.id, (slot, entry)) {
                 panic!(
                     "actions `{}` and `{}` hash to the same id {}; rename one of them",
                     other.name, entry.name, entry.id
@@ -99,12 +103,26 @@ impl Registry {
                 fingerprint = fnv1a(fingerprint, &[0]);
             }
         }
-        Registry { by_id, fingerprint }
+        Registry {
+            by_id,
+            by_slot,
+            fingerprint,
+        }
     }
 
     /// The action with this id, if this binary has it.
     pub(crate) fn get(&self, id: ActionId) -> Option<&'static ActionEntry> {
-        self.by_id.get(&id).copied()
+        self.by_id.get(&id).map(|(_, e)| *e)
+    }
+
+    /// The slot of the action with this id.
+    pub(crate) fn slot(&self, id: ActionId) -> Option<usize> {
+        self.by_id.get(&id).map(|(slot, _)| *slot)
+    }
+
+    /// Every action, in slot (name) order.
+    pub(crate) fn entries(&self) -> &[&'static ActionEntry] {
+        &self.by_slot
     }
 
     /// A hash of every action's name and signature. Localities that differ

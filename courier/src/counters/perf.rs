@@ -42,47 +42,64 @@ pub(crate) const EVENTS: [(&str, &str); 6] = [
 type WorkerEvents = Vec<Result<sys::Counter, String>>;
 
 /// The perf counters of one locality's workers.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Perf {
-    /// Kernel thread ids of the workers, by worker index.
+    /// Kernel thread ids of the workers, by worker index; `None` until the
+    /// worker has started.
     tids: Mutex<Vec<Option<i32>>>,
-    /// Per worker: the counters. `None` until the first query.
-    counters: Mutex<Option<Vec<WorkerEvents>>>,
+    /// Per worker: its counters, opened on the first read that needs them.
+    counters: Mutex<Vec<Option<WorkerEvents>>>,
 }
 
 impl Perf {
+    /// The counters of `workers` worker threads, none opened yet.
+    pub(crate) fn new(workers: usize) -> Self {
+        Perf {
+            tids: Mutex::new(vec![None; workers]),
+            counters: Mutex::new((0..workers).map(|_| None).collect()),
+        }
+    }
+
     /// Records the calling thread as worker `index`. Called on each worker
     /// thread when it starts.
     pub(crate) fn register_current_thread(&self, index: usize) {
-        let mut tids = self.tids.lock();
-        if tids.len() <= index {
-            tids.resize(index + 1, None);
+        if let Some(slot) = self.tids.lock().get_mut(index) {
+            *slot = sys::current_tid();
         }
-        tids[index] = sys::current_tid();
     }
 
-    /// Reads event `event` (an index into [`EVENTS`]) for `instance`.
-    pub(crate) fn read(&self, event: usize, instance: Instance) -> Result<u64, String> {
-        let mut guard = self.counters.lock();
-        let counters = guard.get_or_insert_with(|| {
-            self.tids
-                .lock()
-                .iter()
-                .map(|tid| (0..EVENTS.len()).map(|e| sys::open(e, *tid)).collect())
-                .collect()
-        });
-        let mut read = |worker: &mut WorkerEvents| match &mut worker[event] {
+    /// Reads event `event` (an index into [`EVENTS`]) of worker `k`,
+    /// opening its counters first if needed.
+    fn read_worker(
+        &self,
+        counters: &mut [Option<WorkerEvents>],
+        k: usize,
+        event: usize,
+    ) -> Result<u64, String> {
+        let slot = counters
+            .get_mut(k)
+            .ok_or_else(|| format!("no worker-thread#{k}"))?;
+        if slot.is_none() {
+            let tid = self.tids.lock()[k]
+                .ok_or_else(|| format!("worker-thread#{k} has not started yet"))?;
+            *slot = Some((0..EVENTS.len()).map(|e| sys::open(e, tid)).collect());
+        }
+        match &mut slot.as_mut().expect("opened above")[event] {
             Ok(counter) => counter
                 .read()
                 .map_err(|e| format!("reading {}: {e}", EVENTS[event].0)),
             Err(why) => Err(why.clone()),
-        };
+        }
+    }
+
+    /// Reads event `event` (an index into [`EVENTS`]) for `instance`.
+    pub(crate) fn read(&self, event: usize, instance: Instance) -> Result<u64, String> {
+        let mut counters = self.counters.lock();
         match instance {
-            Instance::Total => counters.iter_mut().map(&mut read).sum(),
-            Instance::Worker(Index::At(k)) => match counters.get_mut(k as usize) {
-                Some(worker) => read(worker),
-                None => Err(format!("no worker-thread#{k}")),
-            },
+            Instance::Total => (0..counters.len())
+                .map(|k| self.read_worker(&mut counters, k, event))
+                .sum(),
+            Instance::Worker(Index::At(k)) => self.read_worker(&mut counters, k as usize, event),
             Instance::Worker(Index::All) => Err("a wildcard instance cannot be read".into()),
         }
     }
@@ -100,9 +117,7 @@ mod sys {
     }
 
     /// Opens event `event` for thread `tid`, counting from now.
-    pub(crate) fn open(event: usize, tid: Option<i32>) -> Result<Counter, String> {
-        let name = super::EVENTS[event].0;
-        let tid = tid.ok_or_else(|| format!("{name}: the worker thread is not known"))?;
+    pub(crate) fn open(event: usize, tid: i32) -> Result<Counter, String> {
         let mut builder = match event {
             0 => Builder::new(Hardware::BRANCH_MISSES),
             1 => Builder::new(Hardware::CACHE_MISSES),
@@ -138,7 +153,7 @@ mod sys {
         None
     }
 
-    pub(crate) fn open(event: usize, _tid: Option<i32>) -> Result<Counter, String> {
+    pub(crate) fn open(event: usize, _tid: i32) -> Result<Counter, String> {
         Err(format!(
             "{} is not supported: perf events exist on Linux only",
             super::EVENTS[event].0

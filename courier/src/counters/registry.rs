@@ -3,9 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::atomic::Ordering;
+
 use super::name::{CounterName, Index, Instance, edit_distance, glob_match};
 use super::perf::EVENTS;
 use super::traffic::DirectionCounts;
+use crate::action::registry;
 use crate::runtime::Locality;
 use crate::sched::{StatsSnapshot, WorkerStats};
 
@@ -84,7 +87,16 @@ pub(crate) enum Instances {
     Locality,
 }
 
-type Sampler = fn(&Sources<'_>, Instance) -> Result<Raw, String>;
+/// Samples a counter: the sources, the instance, and the `@parameters`.
+type Sampler = fn(&Sources<'_>, Instance, Option<&str>) -> Result<Raw, String>;
+
+/// What a counter accepts after `@`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Parameters {
+    None,
+    /// An action name: the counter then covers that action's calls only.
+    Action,
+}
 
 /// One counter type: its name, unit, help text, and how to sample it.
 pub(crate) struct CounterType {
@@ -94,6 +106,7 @@ pub(crate) struct CounterType {
     pub(crate) unit: &'static str,
     pub(crate) help: &'static str,
     pub(crate) instances: Instances,
+    pub(crate) parameters: Parameters,
     sample: Sampler,
 }
 
@@ -112,7 +125,8 @@ macro_rules! worker_counter {
             unit: $unit,
             help: $help,
             instances: Instances::PerWorker,
-            sample: |s, i| {
+            parameters: Parameters::None,
+            sample: |s, i, _| {
                 s.worker(i)
                     .map(|$w| $raw)
                     .ok_or_else(|| format!("no instance {i}"))
@@ -128,7 +142,8 @@ macro_rules! locality_counter {
             unit: $unit,
             help: $help,
             instances: Instances::Locality,
-            sample: |$s, i| {
+            parameters: Parameters::None,
+            sample: |$s, i, _| {
                 (i == Instance::Total)
                     .then(|| $raw)
                     .ok_or_else(|| format!("no instance {i}"))
@@ -144,9 +159,74 @@ macro_rules! perf_counter {
             unit: "",
             help: EVENTS[$index].1,
             instances: Instances::PerWorker,
-            sample: |s, i| s.locality.perf.read($index, i).map(Raw::Count),
+            parameters: Parameters::None,
+            sample: |s, i, _| s.locality.perf.read($index, i).map(Raw::Count),
         }
     };
+}
+
+/// A traffic counter that can be narrowed to one action's calls with
+/// `@ACTION`.
+macro_rules! traffic_counter {
+    ($name:literal, $unit:literal, $help:literal, $dir:ident, $field:ident) => {
+        CounterType {
+            name: $name,
+            unit: $unit,
+            help: $help,
+            instances: Instances::Locality,
+            parameters: Parameters::Action,
+            sample: |s, i, action| {
+                if i != Instance::Total {
+                    return Err(format!("no instance {i}"));
+                }
+                match action {
+                    None => Ok(Raw::Count(s.$dir.$field)),
+                    Some(action) => {
+                        let slot = action_slot(action)?;
+                        let counts = &s.locality.traffic.$dir.per_action[slot];
+                        Ok(Raw::Count(counts.$field.load(Ordering::Relaxed)))
+                    }
+                }
+            },
+        }
+    };
+}
+
+/// The registry slot of the action called `name`: its full path, or a
+/// suffix after `::` that only one action has.
+fn action_slot(name: &str) -> Result<usize, String> {
+    let entries = registry().entries();
+    if let Some(slot) = entries.iter().position(|e| e.name() == name) {
+        return Ok(slot);
+    }
+    let suffix = format!("::{name}");
+    let matches: Vec<usize> = (0..entries.len())
+        .filter(|&i| entries[i].name().ends_with(&suffix))
+        .collect();
+    match matches[..] {
+        [slot] => Ok(slot),
+        [] => {
+            let mut close: Vec<(usize, &str)> = entries
+                .iter()
+                .map(|e| (edit_distance(name, e.name()), e.name()))
+                .collect();
+            close.sort();
+            let close: Vec<&str> = close.into_iter().take(3).map(|(_, n)| n).collect();
+            Err(format!(
+                "no action named `{name}`; closest: {}",
+                close.join(", ")
+            ))
+        }
+        _ => Err(format!(
+            "`{name}` names {} actions; give the full path: {}",
+            matches.len(),
+            matches
+                .iter()
+                .map(|&i| entries[i].name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
 }
 
 /// Time a worker spent in its loop, busy or not: t_func + background + idle.
@@ -161,17 +241,19 @@ fn busy(w: &WorkerStats) -> u64 {
 
 /// Every counter type, sorted by name.
 pub(crate) static TYPES: &[CounterType] = &[
-    locality_counter!(
+    traffic_counter!(
         "/data/count/received",
         "B",
         "bytes of arguments and results received",
-        |s| Raw::Count(s.received.payload_bytes)
+        received,
+        payload_bytes
     ),
-    locality_counter!(
+    traffic_counter!(
         "/data/count/sent",
         "B",
         "bytes of arguments and results sent",
-        |s| Raw::Count(s.sent.payload_bytes)
+        sent,
+        payload_bytes
     ),
     locality_counter!(
         "/messages/count/received",
@@ -185,17 +267,19 @@ pub(crate) static TYPES: &[CounterType] = &[
         "frames of parcels sent (one network message each)",
         |s| Raw::Count(s.sent.messages)
     ),
-    locality_counter!(
+    traffic_counter!(
         "/parcels/count/received",
         "",
         "parcels (calls and responses) received from other localities",
-        |s| Raw::Count(s.received.parcels)
+        received,
+        parcels
     ),
-    locality_counter!(
+    traffic_counter!(
         "/parcels/count/sent",
         "",
         "parcels (calls and responses) sent to other localities",
-        |s| Raw::Count(s.sent.parcels)
+        sent,
+        parcels
     ),
     perf_counter!(0),
     perf_counter!(1),
@@ -386,6 +470,14 @@ pub(crate) fn sample(sources: &Sources<'_>, pattern: &CounterName) -> Result<Vec
     let time = sources.locality.started.elapsed().as_secs_f64();
     let mut samples = Vec::new();
     for ty in types {
+        let exact = pattern.type_name() == ty.name;
+        match (&pattern.parameters, ty.parameters) {
+            (Some(_), Parameters::None) if exact => {
+                return Err(format!("{} takes no parameters", ty.name));
+            }
+            (Some(_), Parameters::None) => continue,
+            _ => {}
+        }
         let instances: Vec<Instance> = match (pattern.instance, ty.instances) {
             (Instance::Total, _) => vec![Instance::Total],
             (Instance::Worker(_), Instances::Locality) if pattern.type_name() == ty.name => {
@@ -406,7 +498,7 @@ pub(crate) fn sample(sources: &Sources<'_>, pattern: &CounterName) -> Result<Vec
             (instance @ Instance::Worker(Index::At(_)), Instances::PerWorker) => vec![instance],
         };
         for instance in instances {
-            let raw = match (ty.sample)(sources, instance) {
+            let raw = match (ty.sample)(sources, instance, pattern.parameters.as_deref()) {
                 Ok(raw) => raw,
                 // A wildcard type skips what this machine cannot count.
                 Err(_) if pattern.type_name() != ty.name => continue,

@@ -6,6 +6,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+use crate::action::{ActionId, registry};
+
+/// Call parcels of one action in one direction.
+#[derive(Debug, Default)]
+pub(crate) struct ActionCounts {
+    pub(crate) parcels: AtomicU64,
+    pub(crate) payload_bytes: AtomicU64,
+}
+
 /// Counts of one direction (sent or received).
 #[derive(Debug, Default)]
 pub(crate) struct Direction {
@@ -20,6 +29,9 @@ pub(crate) struct Direction {
     /// Nanoseconds spent encoding and handing frames to the transport
     /// (sent), or decoding and dispatching them (received).
     pub(crate) time_ns: AtomicU64,
+    /// Call parcels per action, by registry slot. Responses are not
+    /// attributed to actions (they do not name theirs on the wire).
+    pub(crate) per_action: Box<[ActionCounts]>,
 }
 
 /// A plain copy of a [`Direction`].
@@ -43,6 +55,16 @@ impl Direction {
         self.time_ns.fetch_add(time_ns, Ordering::Relaxed);
     }
 
+    /// Counts one call parcel of `action` with `payload_bytes` of arguments.
+    pub(crate) fn add_call(&self, action: ActionId, payload_bytes: u64) {
+        if let Some(counts) = registry().slot(action).and_then(|s| self.per_action.get(s)) {
+            counts.parcels.fetch_add(1, Ordering::Relaxed);
+            counts
+                .payload_bytes
+                .fetch_add(payload_bytes, Ordering::Relaxed);
+        }
+    }
+
     /// Reads the counts. Each field is exact; fields may be from slightly
     /// different moments.
     pub(crate) fn load(&self) -> DirectionCounts {
@@ -57,8 +79,25 @@ impl Direction {
 }
 
 /// Both directions of one locality's traffic.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Traffic {
     pub(crate) sent: Direction,
     pub(crate) received: Direction,
+}
+
+impl Default for Traffic {
+    fn default() -> Self {
+        let direction = || Direction {
+            per_action: registry()
+                .entries()
+                .iter()
+                .map(|_| ActionCounts::default())
+                .collect(),
+            ..Direction::default()
+        };
+        Traffic {
+            sent: direction(),
+            received: direction(),
+        }
+    }
 }

@@ -263,7 +263,10 @@ impl Runtime {
         }
         let mut frame = FrameBuilder::new(l.here);
         frame.push_call(A::ID, reply, args).map_err(encode_error)?;
-        l.send_parcels(dest, frame)
+        let payload = frame.payload_bytes();
+        l.send_parcels(dest, frame)?;
+        l.traffic.sent.add_call(A::ID, payload);
+        Ok(())
     }
 
     /// Sends a call whose result completes the pending `request`; a failure

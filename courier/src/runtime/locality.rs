@@ -114,7 +114,7 @@ impl Locality {
             max_frame_bytes,
             traffic: Traffic::default(),
             started: std::time::Instant::now(),
-            perf: Perf::default(),
+            perf: Perf::new(workers),
             stopping: AtomicBool::new(false),
             control: Mutex::new(ControlState::default()),
             control_changed: Condvar::new(),
@@ -257,7 +257,11 @@ impl Locality {
                 }
                 let mut frame = FrameBuilder::new(self.here);
                 frame.push_call_bytes(next, reply, &output);
-                if let Err(failure) = self.send_parcels(locality, frame) {
+                let sent = self.send_parcels(locality, frame);
+                if sent.is_ok() {
+                    self.traffic.sent.add_call(next, output.len() as u64);
+                }
+                if let Err(failure) = sent {
                     let error = RemoteError::Forward {
                         locality: locality.get(),
                         reason: format!("{failure:?}"),
@@ -360,6 +364,7 @@ impl Sink for Arc<Locality> {
                             args,
                         } => {
                             payload += args.len() as u64;
+                            received.add_call(action, args.len() as u64);
                             self.run_call(action, reply, args);
                         }
                         Parcel::Response { request, result } => {
