@@ -48,7 +48,7 @@ mod transport;
 
 pub use action::{Action, ActionId};
 pub use counters::{
-    CounterError, CounterFormat, CounterKind, CounterSet, CounterValue, MetricsServer,
+    CounterError, CounterFormat, CounterKind, CounterSet, CounterValue, Histogram, MetricsServer,
 };
 pub use courier_macros::action;
 pub use parcel::{CallError, CallFuture};

@@ -237,15 +237,19 @@ fn printed(format: CounterFormat, file: &str) -> String {
 fn printed_csv_has_a_header_and_parses() {
     let text = printed(CounterFormat::Csv, "out.csv");
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("name,sequence,time_s,value,unit"));
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.rsplitn(4, ',').collect()).collect();
+    assert_eq!(
+        lines.next(),
+        Some("name,sequence,time_s,value,unit,histogram")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.rsplitn(5, ',').collect()).collect();
     assert!(rows.len() >= 3 * 2, "periodic and final prints: {text}");
     for row in &rows {
-        let [_unit, value, time, name_and_seq] = row[..] else {
+        let [histogram, _unit, value, time, name_and_seq] = row[..] else {
             panic!("{row:?}")
         };
         value.parse::<f64>().unwrap();
         time.parse::<f64>().unwrap();
+        assert!(histogram.is_empty(), "{row:?}");
         let (name, seq) = name_and_seq.rsplit_once(',').unwrap();
         assert!(name.starts_with("\"/") && name.ends_with('"'), "{name}");
         seq.parse::<u64>().unwrap();
@@ -439,6 +443,41 @@ fn perf_events_count_or_say_they_are_not_supported() {
         rt.counters(["/perf{locality#0/total}/*"])?
             .evaluate(false)
             .await?;
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn poll_histogram_counts_every_poll() {
+    const M: u64 = 500;
+    courier::launch(common::inproc(2).workers(1), |rt| async move {
+        let mut set = rt.counters([
+            "/threads{locality#1/total}/time/poll-distribution@0,100000,10",
+            "/threads{locality#1/total}/time/cumulative",
+        ])?;
+        set.reset().await?;
+        rt.call(rt.locality(1), spawn_many, (M,)).await?;
+        let v = set.evaluate(false).await?;
+        let h = v[0].histogram.as_ref().expect("a histogram");
+        assert_eq!(h.counts.len(), 12);
+        let total: f64 = h.counts.iter().sum();
+        // Every poll lands in exactly one bucket: the M tasks and the one
+        // that spawned them (polled at least twice), and the reset sampler.
+        assert!(
+            (total - v[0].value).abs() < 1e-6,
+            "{total} vs {}",
+            v[0].value
+        );
+        assert!(v[0].value >= (M + 3) as f64, "{}", v[0].value);
+        assert!(h.counts.iter().all(|&c| c >= 0.0));
+        assert_eq!(h.sum, v[1].value, "sum of poll times = time/cumulative");
+        assert_eq!(v[0].kind, courier::CounterKind::Histogram);
+        let err = rt
+            .counters(["/threads/time/poll-distribution@5,1"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("min,max,buckets"), "{err}");
         Ok(())
     })
     .unwrap();

@@ -265,6 +265,7 @@ impl Statistics {
                 time: 0.0,
                 sequence,
                 kind: super::set::CounterKind::Level,
+                histogram: None,
             }];
         }
         series
@@ -281,6 +282,7 @@ impl Statistics {
                 time: *time,
                 sequence,
                 kind: super::set::CounterKind::Level,
+                histogram: None,
             })
             .collect()
     }

@@ -31,5 +31,5 @@ pub(crate) use perf::Perf;
 pub use print::CounterFormat;
 pub(crate) use print::{PrintOptions, Printer, list_counters};
 pub use prometheus::MetricsServer;
-pub use set::{CounterError, CounterKind, CounterSet, CounterValue};
+pub use set::{CounterError, CounterKind, CounterSet, CounterValue, Histogram};
 pub(crate) use traffic::Traffic;

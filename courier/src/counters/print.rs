@@ -9,16 +9,18 @@ use std::thread;
 use std::time::Duration;
 
 use super::registry::TYPES;
-use super::set::{CounterError, CounterSet, CounterValue};
+use super::set::{CounterError, CounterSet, CounterValue, Histogram};
 use crate::Runtime;
 
 /// How printed counter values look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum CounterFormat {
-    /// HPX's lines: `name,sequence,time,[s],value[,[unit]]`.
+    /// HPX's lines: `name,sequence,time,[s],value[,[unit]]`, and for
+    /// histograms `,histogram=MIN:MAX:c0;c1;...` after them.
     #[default]
     Text,
-    /// A header line, then `name,sequence,time_s,value,unit` per value.
+    /// A header line, then `name,sequence,time_s,value,unit,histogram` per
+    /// value (`histogram` is `MIN:MAX:c0;c1;...` or empty).
     Csv,
     /// One JSON object per value and line.
     Json,
@@ -56,7 +58,7 @@ struct Writer {
 impl Writer {
     fn write(&mut self, values: &[CounterValue]) -> std::io::Result<()> {
         if self.format == CounterFormat::Csv && !self.header_written {
-            writeln!(self.out, "name,sequence,time_s,value,unit")?;
+            writeln!(self.out, "name,sequence,time_s,value,unit,histogram")?;
             self.header_written = true;
         }
         for v in values {
@@ -70,12 +72,20 @@ impl Writer {
                     if !v.unit.is_empty() {
                         write!(self.out, ",[{}]", v.unit)?;
                     }
+                    if let Some(h) = &v.histogram {
+                        write!(self.out, ",histogram={}", histogram_text(h))?;
+                    }
                     writeln!(self.out)?;
                 }
                 CounterFormat::Csv => writeln!(
                     self.out,
-                    "\"{}\",{},{:.6},{},{}",
-                    v.name, v.sequence, v.time, v.value, v.unit
+                    "\"{}\",{},{:.6},{},{},{}",
+                    v.name,
+                    v.sequence,
+                    v.time,
+                    v.value,
+                    v.unit,
+                    v.histogram.as_ref().map(histogram_text).unwrap_or_default()
                 )?,
                 CounterFormat::Json => {
                     let line = serde_json::to_string(v).map_err(std::io::Error::other)?;
@@ -85,6 +95,12 @@ impl Writer {
         }
         self.out.flush()
     }
+}
+
+/// `MIN:MAX:c0;c1;...`: a histogram in one comma-free field.
+fn histogram_text(h: &Histogram) -> String {
+    let counts: Vec<String> = h.counts.iter().map(ToString::to_string).collect();
+    format!("{}:{}:{}", h.min, h.max, counts.join(";"))
 }
 
 /// Prints counters while the job runs and once more at its end.
@@ -173,12 +189,18 @@ impl Printer {
         Ok(printer)
     }
 
-    /// Stops the periodic thread and prints the final values.
-    pub(crate) fn finish(mut self) {
+    /// Stops the periodic prints. Call when main returns: their queries
+    /// are traffic, which would keep the job from ever looking idle.
+    pub(crate) fn stop_periodic(&mut self) {
         drop(self.stop.take());
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+
+    /// Prints the final values (after the job went idle).
+    pub(crate) fn finish(mut self) {
+        self.stop_periodic();
         if let Err(e) = self.state.lock().print() {
             eprintln!("courier: counters: {e}");
         }

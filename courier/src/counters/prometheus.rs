@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use super::name::{CounterName, Index, Instance};
 use super::registry;
-use super::set::{CounterKind, CounterSet, CounterValue};
+use super::set::{CounterKind, CounterSet, CounterValue, Histogram};
 use crate::Runtime;
 
 /// The counters every scrape evaluates.
@@ -170,6 +170,11 @@ fn metric(value: &CounterValue) -> Option<(String, String, f64)> {
     if value.kind == CounterKind::Cumulative {
         metric.push_str("_total");
     }
+    if value.kind == CounterKind::Histogram {
+        // Buckets and sum are rendered from `value.histogram`, in seconds
+        // where the counter is in ns.
+        v = if value.unit == "ns" { 1e-9 } else { 1.0 };
+    }
     let Index::At(locality) = name.locality else {
         return None;
     };
@@ -200,16 +205,42 @@ pub(crate) fn exposition(values: &[CounterValue]) -> String {
                 .ok()
                 .and_then(|n| registry::get(&n.type_name()))
                 .map_or("", |t| t.help);
-            let kind = if original.kind == CounterKind::Cumulative {
-                "counter"
-            } else {
-                "gauge"
+            let kind = match original.kind {
+                CounterKind::Cumulative => "counter",
+                CounterKind::Histogram => "histogram",
+                _ => "gauge",
             };
             let _ = writeln!(out, "# HELP {metric} {}", help.replace('\\', "\\\\"));
             let _ = writeln!(out, "# TYPE {metric} {kind}");
             family = metric;
         }
-        let _ = writeln!(out, "{metric}{{{labels}}} {value}");
+        match &original.histogram {
+            // For a histogram, `value` is the scale from the counter's unit.
+            Some(h) => write_histogram(&mut out, metric, labels, h, *value),
+            None => {
+                let _ = writeln!(out, "{metric}{{{labels}}} {value}");
+            }
+        }
     }
     out
+}
+
+/// The `_bucket`, `_sum` and `_count` lines of one histogram; `scale`
+/// converts the counter's unit to the metric's.
+fn write_histogram(out: &mut String, metric: &str, labels: &str, h: &Histogram, scale: f64) {
+    let buckets = h.counts.len() - 2;
+    let width = (h.max - h.min) / buckets as f64;
+    let mut cumulative = 0.0;
+    for (i, count) in h.counts[..=buckets].iter().enumerate() {
+        cumulative += count;
+        let edge = (h.min + i as f64 * width) * scale;
+        let _ = writeln!(
+            out,
+            "{metric}_bucket{{{labels},le=\"{edge}\"}} {cumulative}"
+        );
+    }
+    let total: f64 = h.counts.iter().sum();
+    let _ = writeln!(out, "{metric}_bucket{{{labels},le=\"+Inf\"}} {total}");
+    let _ = writeln!(out, "{metric}_sum{{{labels}}} {}", h.sum * scale);
+    let _ = writeln!(out, "{metric}_count{{{labels}}} {total}");
 }

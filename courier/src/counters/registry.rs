@@ -10,10 +10,10 @@ use super::perf::EVENTS;
 use super::traffic::DirectionCounts;
 use crate::action::registry;
 use crate::runtime::Locality;
-use crate::sched::{StatsSnapshot, WorkerStats};
+use crate::sched::{POLL_BUCKETS, StatsSnapshot, WorkerStats};
 
 /// A sample of a counter, in the form that says how to take a difference.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Raw {
     /// A monotonic count or time: the value is the growth since the reset.
     Count(u64),
@@ -22,6 +22,10 @@ pub(crate) enum Raw {
     Ratio { num: u64, den: u64 },
     /// A level (memory, uptime): a reset does not change it.
     Gauge(f64),
+    /// Task-poll counts per power-of-two duration bucket (see
+    /// `sched::POLL_BUCKETS`) and the sum of the durations in ns; a reset
+    /// subtracts bucket by bucket. The scalar value is the number of polls.
+    Histogram { counts: Vec<u64>, sum_ns: u64 },
 }
 
 impl Raw {
@@ -29,15 +33,117 @@ impl Raw {
     /// reset. Monotonic sources make every difference non-negative; a base
     /// of another kind (impossible for one counter) is ignored.
     pub(crate) fn value_since(&self, base: Option<&Raw>) -> f64 {
-        match (*self, base) {
-            (Raw::Count(now), Some(&Raw::Count(then))) => now.saturating_sub(then) as f64,
-            (Raw::Count(now), _) => now as f64,
-            (Raw::Ratio { num, den }, Some(&Raw::Ratio { num: n0, den: d0 })) => {
+        match (self, base) {
+            (&Raw::Count(now), Some(&Raw::Count(then))) => now.saturating_sub(then) as f64,
+            (&Raw::Count(now), _) => now as f64,
+            (&Raw::Ratio { num, den }, Some(&Raw::Ratio { num: n0, den: d0 })) => {
                 ratio(num.saturating_sub(n0), den.saturating_sub(d0))
             }
-            (Raw::Ratio { num, den }, _) => ratio(num, den),
-            (Raw::Gauge(v), _) => v,
+            (&Raw::Ratio { num, den }, _) => ratio(num, den),
+            (&Raw::Gauge(v), _) => v,
+            (Raw::Histogram { .. }, base) => self
+                .histogram_since(base)
+                .map_or(0.0, |(c, _)| c.iter().sum::<u64>() as f64),
         }
+    }
+
+    /// A histogram's bucket counts and duration sum relative to `base`.
+    pub(crate) fn histogram_since(&self, base: Option<&Raw>) -> Option<(Vec<u64>, u64)> {
+        let Raw::Histogram { counts, sum_ns } = self else {
+            return None;
+        };
+        match base {
+            Some(Raw::Histogram {
+                counts: c0,
+                sum_ns: s0,
+            }) => Some((
+                counts
+                    .iter()
+                    .zip(c0)
+                    .map(|(c, b)| c.saturating_sub(*b))
+                    .collect(),
+                sum_ns.saturating_sub(*s0),
+            )),
+            _ => Some((counts.clone(), *sum_ns)),
+        }
+    }
+}
+
+/// How a histogram counter's buckets are laid out: `@min,max,buckets`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct HistogramSpec {
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+    pub(crate) buckets: usize,
+}
+
+impl HistogramSpec {
+    /// Without parameters: 0 to 1 ms in 20 buckets.
+    const DEFAULT: HistogramSpec = HistogramSpec {
+        min: 0.0,
+        max: 1_000_000.0,
+        buckets: 20,
+    };
+
+    /// Parses `min,max,buckets` (ns, ns, count).
+    pub(crate) fn parse(params: Option<&str>) -> Result<HistogramSpec, String> {
+        let Some(params) = params else {
+            return Ok(Self::DEFAULT);
+        };
+        let bad = || {
+            format!(
+                "histogram parameters must be `min,max,buckets` with min < max and 1 to 1000 buckets, not `{params}`"
+            )
+        };
+        let parts: Vec<&str> = params.split(',').map(str::trim).collect();
+        let [min, max, buckets] = parts[..] else {
+            return Err(bad());
+        };
+        let spec = HistogramSpec {
+            min: min.parse().map_err(|_| bad())?,
+            max: max.parse().map_err(|_| bad())?,
+            buckets: buckets.parse().map_err(|_| bad())?,
+        };
+        if spec.min >= spec.max || !(1..=1000).contains(&spec.buckets) || spec.min < 0.0 {
+            return Err(bad());
+        }
+        Ok(spec)
+    }
+
+    /// Spreads power-of-two bucket counts over this layout: `buckets + 2`
+    /// counts, the first below `min`, the last at or above `max`. A
+    /// power-of-two bucket's count is assumed spread evenly over its range,
+    /// so counts are fractional where ranges straddle a boundary.
+    pub(crate) fn rebin(&self, log2_counts: &[u64]) -> Vec<f64> {
+        let width = (self.max - self.min) / self.buckets as f64;
+        let mut edges = vec![f64::NEG_INFINITY];
+        edges.extend((0..=self.buckets).map(|i| self.min + i as f64 * width));
+        edges.push(f64::INFINITY);
+        let mut out = vec![0.0; self.buckets + 2];
+        for (k, &count) in log2_counts.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            let count = count as f64;
+            if k == 0 {
+                // Exactly 0 ns.
+                let slot = edges
+                    .windows(2)
+                    .position(|e| e[0] <= 0.0 && 0.0 < e[1])
+                    .unwrap_or(0);
+                out[slot] += count;
+                continue;
+            }
+            let lo = 2f64.powi(k as i32 - 1);
+            let hi = 2f64.powi(k as i32);
+            for (slot, e) in edges.windows(2).enumerate() {
+                let overlap = hi.min(e[1]) - lo.max(e[0]);
+                if overlap > 0.0 {
+                    out[slot] += count * overlap / (hi - lo);
+                }
+            }
+        }
+        out
     }
 }
 
@@ -96,6 +202,8 @@ pub(crate) enum Parameters {
     None,
     /// An action name: the counter then covers that action's calls only.
     Action,
+    /// `min,max,buckets` of a histogram (see [`HistogramSpec`]).
+    Histogram,
 }
 
 /// One counter type: its name, unit, help text, and how to sample it.
@@ -410,6 +518,38 @@ pub(crate) static TYPES: &[CounterType] = &[
         "time in the worker loop: tasks, scheduling, background work and idling",
         |w| Raw::Count(overall(&w))
     ),
+    CounterType {
+        name: "/threads/time/poll-distribution",
+        unit: "ns",
+        help: "histogram of task poll durations, @min,max,buckets in ns (default 0,1000000,20)",
+        instances: Instances::PerWorker,
+        parameters: Parameters::Histogram,
+        sample: |s, i, _| {
+            let (counts, sum_ns) = match i {
+                Instance::Total => {
+                    let mut total = [0u64; POLL_BUCKETS];
+                    for h in &s.stats.poll_histograms {
+                        for (t, c) in total.iter_mut().zip(h) {
+                            *t += c;
+                        }
+                    }
+                    (total, s.stats.total().exec_ns)
+                }
+                Instance::Worker(Index::At(k)) => {
+                    let k = k as usize;
+                    match (s.stats.poll_histograms.get(k), s.stats.workers.get(k)) {
+                        (Some(h), Some(w)) => (*h, w.exec_ns),
+                        _ => return Err(format!("no instance {i}")),
+                    }
+                }
+                Instance::Worker(Index::All) => return Err(format!("no instance {i}")),
+            };
+            Ok(Raw::Histogram {
+                counts: counts.to_vec(),
+                sum_ns,
+            })
+        },
+    },
 ];
 
 /// Resident set size of this process in bytes, from `/proc/self/status`.

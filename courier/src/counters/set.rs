@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::derived::{self, Derived, Op, Statistics};
 use super::name::{CounterName, Index, ParseError};
-use super::registry::{self, Sample, Sources};
+use super::registry::{self, HistogramSpec, Sample, Sources};
 use crate::{CallError, LocalityId, Runtime};
 
 /// One value of one counter.
@@ -30,6 +30,8 @@ pub struct CounterValue {
     pub sequence: u64,
     /// How the value behaves over time.
     pub kind: CounterKind,
+    /// For histogram counters, the buckets; `value` is then the count.
+    pub histogram: Option<Histogram>,
 }
 
 /// How a counter's value behaves over time, and what a reset does to it.
@@ -44,6 +46,25 @@ pub enum CounterKind {
     Ratio,
     /// A level that goes up and down (memory, uptime); resets do not apply.
     Level,
+    /// A histogram: see [`CounterValue::histogram`]; after a reset, the
+    /// counts since.
+    Histogram,
+}
+
+/// The buckets of a histogram counter (`@min,max,buckets`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Histogram {
+    /// Lower edge of the first bucket, in the counter's unit.
+    pub min: f64,
+    /// Upper edge of the last bucket.
+    pub max: f64,
+    /// `buckets + 2` counts: below `min`, each bucket, at or above `max`.
+    /// Workers bin in powers of two and a count is spread evenly over its
+    /// power-of-two range, so counts can be fractional.
+    pub counts: Vec<f64>,
+    /// Sum of the recorded values, in the counter's unit.
+    pub sum: f64,
 }
 
 /// Why counters could not be queried.
@@ -185,6 +206,16 @@ impl Runtime {
                 &counter.type_name(),
             )));
         }
+        let histogram = registry::get(&counter.type_name())
+            .is_some_and(|t| t.parameters == registry::Parameters::Histogram);
+        if histogram {
+            HistogramSpec::parse(counter.parameters.as_deref()).map_err(|reason| {
+                CounterError::BadName {
+                    name: name.to_owned(),
+                    reason,
+                }
+            })?;
+        }
         if let Index::At(l) = counter.locality {
             if l >= self.num_localities() {
                 return Err(not_found(format!(
@@ -202,6 +233,7 @@ fn kind_of(raw: &registry::Raw) -> CounterKind {
         registry::Raw::Count(_) => CounterKind::Cumulative,
         registry::Raw::Ratio { .. } => CounterKind::Ratio,
         registry::Raw::Gauge(_) => CounterKind::Level,
+        registry::Raw::Histogram { .. } => CounterKind::Histogram,
     }
 }
 
@@ -248,6 +280,7 @@ impl CounterSet {
                         time: operand_values.iter().map(|v| v.time).fold(0.0, f64::max),
                         sequence: self.sequence,
                         kind: first.map_or(CounterKind::Level, |v| v.kind),
+                        histogram: None,
                     });
                 }
                 Item::Statistics(stats) => values.extend(stats.values(self.sequence)),
@@ -267,13 +300,27 @@ impl CounterSet {
     }
 
     fn value(&self, s: &Sample) -> CounterValue {
+        let base = self.baselines.get(&s.name);
+        let histogram = s.raw.histogram_since(base).map(|(counts, sum_ns)| {
+            // Checked when the set was made; a wildcard type gets the default.
+            let params = s.name.split_once('@').map(|(_, p)| p);
+            let spec = HistogramSpec::parse(params)
+                .unwrap_or_else(|_| HistogramSpec::parse(None).expect("default"));
+            Histogram {
+                min: spec.min,
+                max: spec.max,
+                counts: spec.rebin(&counts),
+                sum: sum_ns as f64,
+            }
+        });
         CounterValue {
             name: s.name.clone(),
-            value: s.raw.value_since(self.baselines.get(&s.name)),
+            value: s.raw.value_since(base),
             unit: registry::get(&s.type_name).map_or("", |t| t.unit),
             time: s.time,
             sequence: self.sequence,
             kind: kind_of(&s.raw),
+            histogram,
         }
     }
 

@@ -157,15 +157,19 @@ where
         .and_then(|p| metrics.map(|m| (p, m)));
     let outcome = match started {
         Err(e) => Err(e),
-        Ok((printer, metrics)) => {
+        Ok((mut printer, metrics)) => {
             let task = root.sched.spawn(main(rt));
             let outcome =
                 std::panic::catch_unwind(AssertUnwindSafe(|| futures::executor::block_on(task)));
+            // Counter traffic must stop for the job to look idle.
+            drop(metrics);
+            if let Some(printer) = &mut printer {
+                printer.stop_periodic();
+            }
             wait_for_quiescence(root);
             if let Some(printer) = printer {
                 printer.finish();
             }
-            drop(metrics);
             match outcome {
                 Ok(Ok(value)) => Ok(value),
                 Ok(Err(error)) => Err(Error::Main(error)),

@@ -122,7 +122,8 @@ impl Scheduler {
         }
     }
 
-    /// Starts the worker threads. `on_start(index)` runs first on every worker thread
+    /// Starts the worker threads and returns once each has run
+    /// `on_start(index)`, which runs first on every worker thread
     /// (the runtime uses it to install its thread-local handle).
     pub(crate) fn start(
         self: &Arc<Self>,
@@ -130,18 +131,31 @@ impl Scheduler {
         on_start: Arc<dyn Fn(usize) + Send + Sync>,
     ) -> std::io::Result<()> {
         let locals: Vec<_> = self.locals.lock().iter_mut().map(Option::take).collect();
+        // Wait until every worker has run `on_start`, so that what it
+        // records (the thread-local handle, the thread id) is there once
+        // `start` returns.
+        let started = Arc::new((Mutex::new(0usize), parking_lot::Condvar::new()));
         let mut threads = self.threads.lock();
         for (index, local) in locals.into_iter().enumerate() {
             let local = local.expect("scheduler started twice");
             let sched = Arc::clone(self);
             let on_start = Arc::clone(&on_start);
+            let started = Arc::clone(&started);
             let handle = thread::Builder::new()
                 .name(format!("{name}-worker-{index}"))
                 .spawn(move || {
                     on_start(index);
+                    *started.0.lock() += 1;
+                    started.1.notify_all();
                     worker::run(sched, index, local);
                 })?;
             threads.push(handle);
+        }
+        let count = threads.len();
+        drop(threads);
+        let mut running = started.0.lock();
+        while *running < count {
+            started.1.wait(&mut running);
         }
         Ok(())
     }
@@ -186,9 +200,15 @@ impl Scheduler {
         // Read `spawned` last: a task spawned after the worker stats were
         // read then shows as live rather than being missed.
         let workers = self.published.iter().map(PublishedStats::load).collect();
+        let poll_histograms = self
+            .published
+            .iter()
+            .map(PublishedStats::load_histogram)
+            .collect();
         StatsSnapshot {
             spawned: self.spawned.load(Ordering::Acquire),
             workers,
+            poll_histograms,
         }
     }
 

@@ -29,9 +29,22 @@ pub(crate) struct WorkerStats {
     pub(crate) steals: u64,
 }
 
+/// Buckets of the task-poll duration histogram: bucket `k` counts polls of
+/// `2^(k-1)` to `2^k - 1` ns (bucket 0: 0 ns); the last bucket also takes
+/// everything longer.
+pub(crate) const POLL_BUCKETS: usize = 40;
+
+/// Per-bucket poll counts of one worker.
+pub(crate) type PollHistogram = [u64; POLL_BUCKETS];
+
+/// The bucket of a poll of `ns` nanoseconds.
+pub(crate) fn poll_bucket(ns: u64) -> usize {
+    ((u64::BITS - ns.leading_zeros()) as usize).min(POLL_BUCKETS - 1)
+}
+
 /// The published copy of a worker's [`WorkerStats`]: one cache line pair per
 /// worker so that publishing never false-shares with a neighbour.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 #[repr(align(128))]
 pub(crate) struct PublishedStats {
     polls: AtomicU64,
@@ -41,11 +54,31 @@ pub(crate) struct PublishedStats {
     background_ns: AtomicU64,
     idle_ns: AtomicU64,
     steals: AtomicU64,
+    poll_histogram: [AtomicU64; POLL_BUCKETS],
+}
+
+impl Default for PublishedStats {
+    fn default() -> Self {
+        PublishedStats {
+            polls: AtomicU64::default(),
+            finished: AtomicU64::default(),
+            exec_ns: AtomicU64::default(),
+            func_ns: AtomicU64::default(),
+            background_ns: AtomicU64::default(),
+            idle_ns: AtomicU64::default(),
+            steals: AtomicU64::default(),
+            poll_histogram: std::array::from_fn(|_| AtomicU64::default()),
+        }
+    }
 }
 
 impl PublishedStats {
-    /// Copies `stats` in. Only the owning worker calls this, so plain stores suffice.
-    pub(crate) fn publish(&self, stats: &WorkerStats) {
+    /// Copies `stats` and `histogram` in. Only the owning worker calls
+    /// this, so plain stores suffice.
+    pub(crate) fn publish(&self, stats: &WorkerStats, histogram: &PollHistogram) {
+        for (slot, &count) in self.poll_histogram.iter().zip(histogram) {
+            slot.store(count, Ordering::Relaxed);
+        }
         self.polls.store(stats.polls, Ordering::Release);
         self.finished.store(stats.finished, Ordering::Release);
         self.exec_ns.store(stats.exec_ns, Ordering::Release);
@@ -54,6 +87,11 @@ impl PublishedStats {
             .store(stats.background_ns, Ordering::Release);
         self.idle_ns.store(stats.idle_ns, Ordering::Release);
         self.steals.store(stats.steals, Ordering::Release);
+    }
+
+    /// Reads the last published poll histogram.
+    pub(crate) fn load_histogram(&self) -> PollHistogram {
+        std::array::from_fn(|k| self.poll_histogram[k].load(Ordering::Relaxed))
     }
 
     /// Reads the last published values.
@@ -77,6 +115,8 @@ pub(crate) struct StatsSnapshot {
     pub(crate) spawned: u64,
     /// Per-worker published statistics, indexed by worker.
     pub(crate) workers: Vec<WorkerStats>,
+    /// Per-worker task-poll duration histograms, indexed by worker.
+    pub(crate) poll_histograms: Vec<PollHistogram>,
 }
 
 impl StatsSnapshot {

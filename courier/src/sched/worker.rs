@@ -12,7 +12,7 @@ use crossbeam_deque::{Steal, Worker};
 use crossbeam_utils::Backoff;
 
 use super::scheduler::Scheduler;
-use super::stats::WorkerStats;
+use super::stats::{POLL_BUCKETS, PollHistogram, WorkerStats, poll_bucket};
 use super::{BACKGROUND_INTERVAL, PUBLISH_AFTER_NS, SPIN_ROUNDS};
 
 /// What a worker thread knows about itself.
@@ -87,6 +87,7 @@ pub(super) fn run(sched: Arc<Scheduler>, index: usize, queue: Worker<Runnable>) 
         index,
         local: &local,
         stats: WorkerStats::default(),
+        poll_histogram: [0; POLL_BUCKETS],
         rng: 0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1),
         clock: clock(),
     };
@@ -99,6 +100,7 @@ struct WorkerLoop<'a> {
     index: usize,
     local: &'a Local,
     stats: WorkerStats,
+    poll_histogram: PollHistogram,
     rng: u64,
     clock: &'static quanta::Clock,
 }
@@ -115,6 +117,7 @@ impl WorkerLoop<'_> {
                 self.stats.polls += 1;
                 let exec_ns = self.clock.delta_as_nanos(start, end);
                 self.stats.exec_ns += exec_ns;
+                self.poll_histogram[poll_bucket(exec_ns)] += 1;
                 self.stats.func_ns += self.clock.delta_as_nanos(last, end);
                 last = end;
                 if exec_ns > PUBLISH_AFTER_NS {
@@ -184,7 +187,7 @@ impl WorkerLoop<'_> {
 
     fn publish(&mut self) {
         self.stats.finished = FINISHED.with(Cell::get);
-        self.sched.published[self.index].publish(&self.stats);
+        self.sched.published[self.index].publish(&self.stats, &self.poll_histogram);
     }
 
     fn next_random(&mut self) -> u64 {
