@@ -213,8 +213,9 @@ pub(crate) struct Statistics {
     name: String,
     stat: Stat,
     series: Arc<Mutex<Series>>,
+    /// Tells the sampling thread to end. It is never joined: a set may be
+    /// dropped on the very worker the thread's current sample needs.
     stop: Arc<AtomicBool>,
-    thread: Option<thread::JoinHandle<()>>,
 }
 
 impl Statistics {
@@ -229,7 +230,7 @@ impl Statistics {
         let series = Arc::new(Mutex::new(Series::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let (series2, stop2) = (Arc::clone(&series), Arc::clone(&stop));
-        let thread = thread::Builder::new()
+        let spawned = thread::Builder::new()
             .name("courier-statistics".into())
             .spawn(move || {
                 while !stop2.load(Ordering::Acquire) {
@@ -242,14 +243,16 @@ impl Statistics {
                     record(&mut series2.lock(), &values, window);
                     thread::sleep(interval);
                 }
-            })
-            .ok();
+            });
+        if let Err(e) = spawned {
+            // The counter then stays at its first value of 0.
+            eprintln!("courier: counters: cannot start the sampler of {name}: {e}");
+        }
         Statistics {
             name,
             stat,
             series,
             stop,
-            thread,
         }
     }
 
@@ -318,10 +321,7 @@ fn record(series: &mut Series, values: &[CounterValue], window: Option<usize>) {
 
 impl Drop for Statistics {
     fn drop(&mut self) {
-        // Stop the sampler but do not wait for it: the drop may run on the
-        // very worker its current sample needs.
         self.stop.store(true, Ordering::Release);
-        drop(self.thread.take());
     }
 }
 

@@ -153,28 +153,27 @@ fn answer(mut stream: TcpStream, set: &mut CounterSet) -> std::io::Result<()> {
     stream.flush()
 }
 
+/// The metric-name suffix of a counter unit, and the factor from the
+/// counter's unit to the metric's (Prometheus wants seconds, not ns).
+fn unit_suffix_and_scale(unit: &str) -> (&'static str, f64) {
+    match unit {
+        "ns" => ("_seconds", 1e-9),
+        "s" => ("_seconds", 1.0),
+        "B" => ("_bytes", 1.0),
+        _ => ("", 1.0),
+    }
+}
+
 /// The metric name, the label set, and the value in the metric's unit.
 fn metric(value: &CounterValue) -> Option<(String, String, f64)> {
     let name = CounterName::parse(&value.name).ok()?;
     let mut metric = format!("courier_{}_{}", name.object, name.counter).replace(['/', '-'], "_");
-    let mut v = value.value;
-    match value.unit {
-        "ns" => {
-            metric.push_str("_seconds");
-            v /= 1e9;
-        }
-        "s" => metric.push_str("_seconds"),
-        "B" => metric.push_str("_bytes"),
-        _ => {}
-    }
+    let (suffix, scale) = unit_suffix_and_scale(value.unit);
+    metric.push_str(suffix);
     if value.kind == CounterKind::Cumulative {
         metric.push_str("_total");
     }
-    if value.kind == CounterKind::Histogram {
-        // Buckets and sum are rendered from `value.histogram`, in seconds
-        // where the counter is in ns.
-        v = if value.unit == "ns" { 1e-9 } else { 1.0 };
-    }
+    let v = value.value * scale;
     let Index::At(locality) = name.locality else {
         return None;
     };
@@ -215,8 +214,10 @@ pub(crate) fn exposition(values: &[CounterValue]) -> String {
             family = metric;
         }
         match &original.histogram {
-            // For a histogram, `value` is the scale from the counter's unit.
-            Some(h) => write_histogram(&mut out, metric, labels, h, *value),
+            Some(h) => {
+                let (_, scale) = unit_suffix_and_scale(original.unit);
+                write_histogram(&mut out, metric, labels, h, scale);
+            }
             None => {
                 let _ = writeln!(out, "{metric}{{{labels}}} {value}");
             }

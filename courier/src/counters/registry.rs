@@ -79,7 +79,7 @@ pub(crate) struct HistogramSpec {
 
 impl HistogramSpec {
     /// Without parameters: 0 to 1 ms in 20 buckets.
-    const DEFAULT: HistogramSpec = HistogramSpec {
+    pub(crate) const DEFAULT: HistogramSpec = HistogramSpec {
         min: 0.0,
         max: 1_000_000.0,
         buckets: 20,

@@ -301,21 +301,26 @@ impl CounterSet {
 
     fn value(&self, s: &Sample) -> CounterValue {
         let base = self.baselines.get(&s.name);
-        let histogram = s.raw.histogram_since(base).map(|(counts, sum_ns)| {
-            // Checked when the set was made; a wildcard type gets the default.
-            let params = s.name.split_once('@').map(|(_, p)| p);
-            let spec = HistogramSpec::parse(params)
-                .unwrap_or_else(|_| HistogramSpec::parse(None).expect("default"));
-            Histogram {
-                min: spec.min,
-                max: spec.max,
-                counts: spec.rebin(&counts),
-                sum: sum_ns as f64,
+        // A histogram's differences are taken once, for its buckets and
+        // for its value (the number of samples).
+        let (value, histogram) = match s.raw.histogram_since(base) {
+            None => (s.raw.value_since(base), None),
+            Some((counts, sum_ns)) => {
+                // Checked when the set was made; a wildcard type gets the default.
+                let params = s.name.split_once('@').map(|(_, p)| p);
+                let spec = HistogramSpec::parse(params).unwrap_or(HistogramSpec::DEFAULT);
+                let histogram = Histogram {
+                    min: spec.min,
+                    max: spec.max,
+                    counts: spec.rebin(&counts),
+                    sum: sum_ns as f64,
+                };
+                (counts.iter().sum::<u64>() as f64, Some(histogram))
             }
-        });
+        };
         CounterValue {
             name: s.name.clone(),
-            value: s.raw.value_since(base),
+            value,
             unit: registry::get(&s.type_name).map_or("", |t| t.unit),
             time: s.time,
             sequence: self.sequence,
