@@ -12,20 +12,24 @@ use syn::{FnArg, ItemFn, ReturnType, parse_macro_input, spanned::Spanned};
 /// See `courier::action` for the documentation.
 #[proc_macro_attribute]
 pub fn action(attr: TokenStream, item: TokenStream) -> TokenStream {
-    if !attr.is_empty() {
-        let msg = "#[courier::action] takes no arguments";
-        return syn::Error::new(Span::call_site(), msg)
-            .to_compile_error()
-            .into();
-    }
+    let coalescing = match attr.to_string().trim() {
+        "" => false,
+        "coalescing" => true,
+        other => {
+            let msg = format!("#[courier::action] takes nothing or `coalescing`, not `{other}`");
+            return syn::Error::new(Span::call_site(), msg)
+                .to_compile_error()
+                .into();
+        }
+    };
     let function = parse_macro_input!(item as ItemFn);
-    match expand(function) {
+    match expand(function, coalescing) {
         Ok(tokens) => tokens.into(),
         Err(err) => err.to_compile_error().into(),
     }
 }
 
-fn expand(function: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
+fn expand(function: ItemFn, coalescing: bool) -> syn::Result<proc_macro2::TokenStream> {
     let sig = &function.sig;
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
         return Err(syn::Error::new(
@@ -95,6 +99,7 @@ fn expand(function: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
             type Output = #output;
             const NAME: &'static str =
                 ::core::concat!(::core::module_path!(), "::", #name_str);
+            const COALESCING: bool = #coalescing;
 
             #[allow(clippy::unused_unit)]
             fn invoke(

@@ -30,6 +30,8 @@
 //! - [`runtime`](crate::Runtime): [`launch`], [`Config`], the [`Runtime`] handle.
 //! - `action`: the [`Action`] trait and the registry of every action.
 //! - `parcel`: the wire format, pending calls, [`CallFuture`], [`CallError`].
+//! - `aggregate`: coalescing of parcels per action and destination
+//!   ([`Coalescing`]), its flush policies and flush timer.
 //! - `sched`: the work-stealing scheduler and [`JoinHandle`].
 //! - `transport`: in-process and TCP transports.
 //! - [`launcher`]: what `courier run` uses to start a job.
@@ -39,6 +41,7 @@
 extern crate self as courier;
 
 mod action;
+mod aggregate;
 mod counters;
 pub mod launcher;
 mod parcel;
@@ -47,6 +50,7 @@ mod sched;
 mod transport;
 
 pub use action::{Action, ActionId};
+pub use aggregate::{BytePolicy, Coalescing, CountPolicy};
 pub use counters::{
     CounterError, CounterFormat, CounterKind, CounterSet, CounterValue, Histogram, MetricsServer,
 };
@@ -60,7 +64,9 @@ pub use sched::JoinHandle;
 
 /// The names most programs need: `use courier::prelude::*;`.
 pub mod prelude {
-    pub use crate::{Action, CallError, Config, LocalityId, Runtime, Transport, action, launch};
+    pub use crate::{
+        Action, CallError, Coalescing, Config, LocalityId, Runtime, Transport, action, launch,
+    };
 }
 
 /// Used by the `#[courier::action]` macro and Courier's own tests; not part

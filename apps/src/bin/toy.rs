@@ -17,7 +17,7 @@ use num_complex::Complex64;
 const EXPECTED: Complex64 = Complex64::new(13.3, -23.8);
 
 /// Returns a constant complex number: the smallest useful remote call.
-#[courier::action]
+#[courier::action(coalescing)]
 fn get_cplx() -> Complex64 {
     EXPECTED
 }

@@ -36,6 +36,13 @@ pub trait Action: Copy + Default + Send + Sync + 'static {
     const NAME: &'static str;
     /// The stable id, derived from [`NAME`](Self::NAME).
     const ID: ActionId = ActionId::of_name(Self::NAME);
+    /// Whether the action's parcels are coalesced with the configured
+    /// default ([`Config::coalescing`](crate::Config::coalescing)): set by
+    /// `#[courier::action(coalescing)]`, the counterpart of HPX's
+    /// `HPX_ACTION_USES_MESSAGE_COALESCING`. Any action's coalescing can
+    /// also be changed while the program runs with
+    /// [`Runtime::set_coalescing`](crate::Runtime::set_coalescing).
+    const COALESCING: bool = false;
 
     /// Runs the function here, on the current locality.
     fn invoke(self, args: Self::Args) -> impl Future<Output = Self::Output> + Send + 'static;

@@ -27,6 +27,7 @@ pub struct ActionEntry {
     args_type: fn() -> &'static str,
     output_type: fn() -> &'static str,
     handler: ErasedHandler,
+    coalescing: bool,
 }
 
 impl fmt::Debug for ActionEntry {
@@ -47,6 +48,7 @@ impl ActionEntry {
             args_type: type_name::<A::Args>,
             output_type: type_name::<A::Output>,
             handler: erased_handler::<A>,
+            coalescing: A::COALESCING,
         }
     }
 
@@ -56,6 +58,11 @@ impl ActionEntry {
     }
 
     /// Decodes `args` and starts the action; the future yields the encoded output.
+    /// Whether the action is marked `#[courier::action(coalescing)]`.
+    pub(crate) fn coalescing(&self) -> bool {
+        self.coalescing
+    }
+
     pub(crate) fn start(&self, args: &[u8]) -> Result<ErasedOutput, postcard::Error> {
         (self.handler)(args)
     }

@@ -158,6 +158,7 @@ fn answer(mut stream: TcpStream, set: &mut CounterSet) -> std::io::Result<()> {
 fn unit_suffix_and_scale(unit: &str) -> (&'static str, f64) {
     match unit {
         "ns" => ("_seconds", 1e-9),
+        "us" => ("_seconds", 1e-6),
         "s" => ("_seconds", 1.0),
         "B" => ("_bytes", 1.0),
         _ => ("", 1.0),
@@ -168,6 +169,12 @@ fn unit_suffix_and_scale(unit: &str) -> (&'static str, f64) {
 fn metric(value: &CounterValue) -> Option<(String, String, f64)> {
     let name = CounterName::parse(&value.name).ok()?;
     let mut metric = format!("courier_{}_{}", name.object, name.counter).replace(['/', '-'], "_");
+    if value.kind == CounterKind::Histogram {
+        // Prometheus names say the type in `# TYPE`, not in the name.
+        if let Some(stem) = metric.strip_suffix("_histogram") {
+            metric.truncate(stem.len());
+        }
+    }
     let (suffix, scale) = unit_suffix_and_scale(value.unit);
     metric.push_str(suffix);
     if value.kind == CounterKind::Cumulative {

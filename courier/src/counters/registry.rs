@@ -9,6 +9,7 @@ use super::name::{CounterName, Index, Instance, edit_distance, glob_match};
 use super::perf::EVENTS;
 use super::traffic::DirectionCounts;
 use crate::action::registry;
+use crate::aggregate::{Coalescing, LaneStats, Reason};
 use crate::runtime::Locality;
 use crate::sched::{POLL_BUCKETS, StatsSnapshot, WorkerStats};
 
@@ -204,6 +205,20 @@ pub(crate) enum Parameters {
     Action,
     /// `min,max,buckets` of a histogram (see [`HistogramSpec`]).
     Histogram,
+    /// An action name, then optionally `,min,max,buckets` of a histogram.
+    ActionHistogram,
+}
+
+impl CounterType {
+    /// The bucket layout of a histogram counter from its `@parameters`.
+    pub(crate) fn histogram_spec(&self, params: Option<&str>) -> Result<HistogramSpec, String> {
+        match self.parameters {
+            Parameters::ActionHistogram => {
+                HistogramSpec::parse(params.and_then(|p| p.split_once(',')).map(|(_, h)| h))
+            }
+            _ => HistogramSpec::parse(params),
+        }
+    }
 }
 
 /// One counter type: its name, unit, help text, and how to sample it.
@@ -337,6 +352,68 @@ fn action_slot(name: &str) -> Result<usize, String> {
     }
 }
 
+/// The coalescing statistics of the action named in `params` (its part
+/// before any comma), or of every action.
+fn coalescing_stats(s: &Sources<'_>, params: Option<&str>) -> Result<LaneStats, String> {
+    let aggregator = &s.locality.aggregator;
+    match params.map(|p| p.split(',').next().unwrap_or(p)) {
+        None | Some("") => Ok(aggregator.total_stats()),
+        Some(action) => Ok(aggregator.stats(action_slot(action)?)),
+    }
+}
+
+/// A `/coalescing` counter of one action (or all of them, without `@ACTION`).
+macro_rules! coalescing_counter {
+    ($name:literal, $unit:literal, $help:literal, |$c:ident| $raw:expr) => {
+        CounterType {
+            name: $name,
+            unit: $unit,
+            help: $help,
+            instances: Instances::Locality,
+            parameters: Parameters::Action,
+            sample: |s, i, params| {
+                if i != Instance::Total {
+                    return Err(format!("no instance {i}"));
+                }
+                let $c = coalescing_stats(s, params)?;
+                Ok($raw)
+            },
+        }
+    };
+}
+
+/// The number of flushes of one reason.
+macro_rules! flush_counter {
+    ($name:literal, $reason:ident, $help:literal) => {
+        coalescing_counter!($name, "", $help, |c| Raw::Count(
+            c.flushes[Reason::$reason.index()]
+        ))
+    };
+}
+
+/// A parameter of an action's current coalescing setting (towards
+/// destinations without a setting of their own).
+macro_rules! parameter_counter {
+    ($name:literal, $unit:literal, $help:literal, |$setting:ident| $value:expr) => {
+        CounterType {
+            name: $name,
+            unit: $unit,
+            help: $help,
+            instances: Instances::Locality,
+            parameters: Parameters::Action,
+            sample: |s, i, params| {
+                if i != Instance::Total {
+                    return Err(format!("no instance {i}"));
+                }
+                let action = params.ok_or("needs @ACTION")?;
+                let $setting = s.locality.aggregator.default_setting(action_slot(action)?);
+                let value: f64 = $value;
+                Ok(Raw::Gauge(value))
+            },
+        }
+    };
+}
+
 /// Time a worker spent in its loop, busy or not: t_func + background + idle.
 fn overall(w: &WorkerStats) -> u64 {
     w.func_ns + w.background_ns + w.idle_ns
@@ -349,6 +426,179 @@ fn busy(w: &WorkerStats) -> u64 {
 
 /// Every counter type, sorted by name.
 pub(crate) static TYPES: &[CounterType] = &[
+    coalescing_counter!(
+        "/coalescing/count/average-parcels-per-message",
+        "",
+        "parcels per message flushed from coalescing buffers",
+        |c| Raw::Ratio {
+            num: c.parcels,
+            den: c.messages
+        }
+    ),
+    flush_counter!(
+        "/coalescing/count/flush-bypass",
+        Bypass,
+        "parcels sent at once because they came long after the previous one (sparse traffic)"
+    ),
+    flush_counter!(
+        "/coalescing/count/flush-bytes",
+        Bytes,
+        "flushes because the buffer reached max_bytes or threshold x buffer_bytes (or the frame limit)"
+    ),
+    flush_counter!(
+        "/coalescing/count/flush-changed",
+        Changed,
+        "flushes because the setting changed or the program called flush()"
+    ),
+    flush_counter!(
+        "/coalescing/count/flush-count",
+        Count,
+        "flushes because the buffer held num_parcels parcels"
+    ),
+    flush_counter!(
+        "/coalescing/count/flush-cutoff",
+        Cutoff,
+        "flushes because a parcel exceeded cutoff x buffer_bytes"
+    ),
+    flush_counter!(
+        "/coalescing/count/flush-shutdown",
+        Shutdown,
+        "flushes at termination checks (the job looked idle) and at shutdown"
+    ),
+    flush_counter!(
+        "/coalescing/count/flush-timer",
+        Timer,
+        "flushes by the flush timer (interval_us or timeout_us elapsed)"
+    ),
+    coalescing_counter!(
+        "/coalescing/count/messages",
+        "",
+        "messages (frames) flushed from coalescing buffers",
+        |c| Raw::Count(c.messages)
+    ),
+    coalescing_counter!(
+        "/coalescing/count/parcels",
+        "",
+        "parcels that went through coalescing buffers (calls and responses)",
+        |c| Raw::Count(c.parcels)
+    ),
+    parameter_counter!(
+        "/coalescing/parameter/buffer-bytes",
+        "B",
+        "buffer_bytes of the byte policy (0 for other policies)",
+        |c| match c {
+            Coalescing::Bytes(p) => p.buffer_bytes as f64,
+            _ => 0.0,
+        }
+    ),
+    parameter_counter!(
+        "/coalescing/parameter/cutoff",
+        "",
+        "cutoff fraction of the byte policy (0 for other policies)",
+        |c| match c {
+            Coalescing::Bytes(p) => p.cutoff,
+            _ => 0.0,
+        }
+    ),
+    parameter_counter!(
+        "/coalescing/parameter/interval",
+        "us",
+        "interval_us of the count policy, timeout_us of the byte policy (0 when off)",
+        |c| match c {
+            Coalescing::Off => 0.0,
+            Coalescing::Count(p) => p.interval_us as f64,
+            Coalescing::Bytes(p) => p.timeout_us as f64,
+        }
+    ),
+    parameter_counter!(
+        "/coalescing/parameter/max-bytes",
+        "B",
+        "max_bytes of the count policy (0 for other policies)",
+        |c| match c {
+            Coalescing::Count(p) => p.max_bytes as f64,
+            _ => 0.0,
+        }
+    ),
+    parameter_counter!(
+        "/coalescing/parameter/num-parcels",
+        "",
+        "num_parcels of the count policy (0 for other policies)",
+        |c| match c {
+            Coalescing::Count(p) => f64::from(p.num_parcels),
+            _ => 0.0,
+        }
+    ),
+    parameter_counter!(
+        "/coalescing/parameter/policy",
+        "",
+        "the policy in force: 0 off, 1 count (HPX), 2 bytes (TRAM)",
+        |c| match c {
+            Coalescing::Off => 0.0,
+            Coalescing::Count(_) => 1.0,
+            Coalescing::Bytes(_) => 2.0,
+        }
+    ),
+    parameter_counter!(
+        "/coalescing/parameter/threshold",
+        "",
+        "threshold fraction of the byte policy (0 for other policies)",
+        |c| match c {
+            Coalescing::Bytes(p) => p.threshold,
+            _ => 0.0,
+        }
+    ),
+    coalescing_counter!(
+        "/coalescing/time/average-parcel-arrival",
+        "ns",
+        "mean time between consecutive parcels into the same buffer",
+        |c| Raw::Ratio {
+            num: c.gap_sum_ns,
+            den: c.gaps
+        }
+    ),
+    locality_counter!(
+        "/coalescing/time/average-timer-lateness",
+        "ns",
+        "mean delay of the flush timer after a deadline",
+        |s| {
+            let (counts, sum_ns) = s.locality.aggregator.timer_lateness().load();
+            Raw::Ratio {
+                num: sum_ns,
+                den: counts.iter().sum(),
+            }
+        }
+    ),
+    CounterType {
+        name: "/coalescing/time/parcel-arrival-histogram",
+        unit: "ns",
+        help: "histogram of the gaps between consecutive parcels into the same buffer, @ACTION[,min,max,buckets] in ns",
+        instances: Instances::Locality,
+        parameters: Parameters::ActionHistogram,
+        sample: |s, i, params| {
+            if i != Instance::Total {
+                return Err(format!("no instance {i}"));
+            }
+            let c = coalescing_stats(s, params)?;
+            Ok(Raw::Histogram {
+                counts: c.gap_histogram.to_vec(),
+                sum_ns: c.gap_sum_ns,
+            })
+        },
+    },
+    CounterType {
+        name: "/coalescing/time/timer-lateness",
+        unit: "ns",
+        help: "histogram of the flush timer's delay after its deadlines, @min,max,buckets in ns",
+        instances: Instances::Locality,
+        parameters: Parameters::Histogram,
+        sample: |s, i, _| {
+            if i != Instance::Total {
+                return Err(format!("no instance {i}"));
+            }
+            let (counts, sum_ns) = s.locality.aggregator.timer_lateness().load();
+            Ok(Raw::Histogram { counts, sum_ns })
+        },
+    },
     traffic_counter!(
         "/data/count/received",
         "B",
@@ -452,7 +702,7 @@ pub(crate) static TYPES: &[CounterType] = &[
     locality_counter!(
         "/threads/background-send-overhead",
         "",
-        "time encoding and sending frames (in tasks, before coalescing) / (task loop time + background time)",
+        "time encoding and sending frames (in tasks and on the flush timer thread) / (task loop time + background time)",
         |s| Raw::Ratio {
             num: s.sent.time_ns,
             den: busy(&s.stats.total())

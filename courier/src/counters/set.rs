@@ -206,15 +206,18 @@ impl Runtime {
                 &counter.type_name(),
             )));
         }
-        let histogram = registry::get(&counter.type_name())
-            .is_some_and(|t| t.parameters == registry::Parameters::Histogram);
-        if histogram {
-            HistogramSpec::parse(counter.parameters.as_deref()).map_err(|reason| {
-                CounterError::BadName {
-                    name: name.to_owned(),
-                    reason,
-                }
-            })?;
+        if let Some(t) = registry::get(&counter.type_name()) {
+            let histogram = matches!(
+                t.parameters,
+                registry::Parameters::Histogram | registry::Parameters::ActionHistogram
+            );
+            if histogram {
+                t.histogram_spec(counter.parameters.as_deref())
+                    .map_err(|reason| CounterError::BadName {
+                        name: name.to_owned(),
+                        reason,
+                    })?;
+            }
         }
         if let Index::At(l) = counter.locality {
             if l >= self.num_localities() {
@@ -308,7 +311,9 @@ impl CounterSet {
             Some((counts, sum_ns)) => {
                 // Checked when the set was made; a wildcard type gets the default.
                 let params = s.name.split_once('@').map(|(_, p)| p);
-                let spec = HistogramSpec::parse(params).unwrap_or(HistogramSpec::DEFAULT);
+                let spec = registry::get(&s.type_name)
+                    .and_then(|t| t.histogram_spec(params).ok())
+                    .unwrap_or(HistogramSpec::DEFAULT);
                 let histogram = Histogram {
                     min: spec.min,
                     max: spec.max,

@@ -144,12 +144,27 @@ pub(crate) struct FrameBuilder {
     payload: u64,
 }
 
+/// A position in a [`FrameBuilder`], to split the parcels after it off.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FrameMark {
+    len: usize,
+    count: u32,
+    payload: u64,
+}
+
+const SOURCE_OFFSET: usize = FRAME_HEADROOM + 2;
 const COUNT_OFFSET: usize = FRAME_HEADROOM + 6;
+const PARCELS_OFFSET: usize = COUNT_OFFSET + 4;
 
 impl FrameBuilder {
     /// Starts a parcel frame sent by `source`.
     pub(crate) fn new(source: LocalityId) -> Self {
-        let mut buf = Vec::with_capacity(64);
+        Self::with_capacity(source, 64)
+    }
+
+    /// Starts a parcel frame with room for `capacity` bytes.
+    pub(crate) fn with_capacity(source: LocalityId, capacity: usize) -> Self {
+        let mut buf = Vec::with_capacity(capacity.max(PARCELS_OFFSET));
         buf.extend_from_slice(&[0; FRAME_HEADROOM]);
         buf.push(WIRE_VERSION);
         buf.push(KIND_PARCELS);
@@ -160,6 +175,41 @@ impl FrameBuilder {
             count: 0,
             payload: 0,
         }
+    }
+
+    /// The sender written in the header.
+    pub(crate) fn source(&self) -> LocalityId {
+        let bytes = self.buf[SOURCE_OFFSET..SOURCE_OFFSET + 4]
+            .try_into()
+            .expect("four bytes");
+        LocalityId::new(u32::from_le_bytes(bytes))
+    }
+
+    /// Bytes of the frame so far, headroom included.
+    pub(crate) fn byte_len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The current end of the frame.
+    pub(crate) fn mark(&self) -> FrameMark {
+        FrameMark {
+            len: self.buf.len(),
+            count: self.count,
+            payload: self.payload,
+        }
+    }
+
+    /// Moves the parcels appended after `mark` into a new frame.
+    pub(crate) fn split_off(&mut self, mark: FrameMark) -> FrameBuilder {
+        let mut tail =
+            FrameBuilder::with_capacity(self.source(), PARCELS_OFFSET + self.buf.len() - mark.len);
+        tail.buf.extend_from_slice(&self.buf[mark.len..]);
+        tail.count = self.count - mark.count;
+        tail.payload = self.payload - mark.payload;
+        self.buf.truncate(mark.len);
+        self.count = mark.count;
+        self.payload = mark.payload;
+        tail
     }
 
     /// Appends a call whose arguments are encoded straight into the frame.
@@ -525,6 +575,32 @@ mod tests {
             let body = &frame[FRAME_HEADROOM..];
             let cut = cut.index(body.len());
             prop_assert!(decode_frame(&body[..cut]).is_err());
+        }
+
+        #[test]
+        fn split_frames_hold_both_halves(parcels in proptest::collection::vec(parcel(), 0..10), at in any::<prop::sample::Index>()) {
+            let at = at.index(parcels.len() + 1);
+            let mut builder = FrameBuilder::new(LocalityId::new(3));
+            let mut mark = builder.mark();
+            for (i, p) in parcels.iter().enumerate() {
+                if i == at {
+                    mark = builder.mark();
+                }
+                match p {
+                    Parcel::Call { action, reply, args } => builder.push_call_bytes(*action, *reply, args),
+                    Parcel::Response { request, result } => builder.push_response(*request, result),
+                }
+            }
+            if at == parcels.len() {
+                mark = builder.mark();
+            }
+            let tail = builder.split_off(mark);
+            prop_assert_eq!(tail.source(), LocalityId::new(3));
+            for (frame, expected) in [(builder, &parcels[..at]), (tail, &parcels[at..])] {
+                let bytes = frame.finish();
+                let (_, body) = decode_frame(&bytes[FRAME_HEADROOM..]).unwrap();
+                prop_assert_eq!(body, FrameBody::Parcels(expected.to_vec()));
+            }
         }
 
         #[test]

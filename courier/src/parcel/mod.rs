@@ -17,8 +17,8 @@ mod error;
 mod pending;
 
 pub(crate) use codec::{
-    ActivityCounts, Caller, Control, FRAME_HEADROOM, FrameBody, FrameBuilder, Parcel, ReplyTo,
-    WIRE_VERSION, decode_frame, encode_control,
+    ActivityCounts, Caller, Control, FRAME_HEADROOM, FrameBody, FrameBuilder, FrameMark, Parcel,
+    ReplyTo, WIRE_VERSION, decode_frame, encode_control,
 };
 pub use error::CallError;
 pub(crate) use error::{Failure, RemoteError};

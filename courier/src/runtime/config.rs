@@ -34,6 +34,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::error::Error;
+use crate::aggregate::Coalescing;
 use crate::counters::{CounterFormat, PrintOptions};
 
 /// How localities talk to each other.
@@ -83,6 +84,7 @@ pub struct Config {
     pub(crate) workers: Option<usize>,
     pub(crate) listen: IpAddr,
     pub(crate) max_frame_bytes: usize,
+    pub(crate) coalescing: Coalescing,
     pub(crate) child_args: Option<Vec<OsString>>,
     pub(crate) env_error: Option<String>,
     pub(crate) counters: PrintOptions,
@@ -126,6 +128,7 @@ impl Config {
                 .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
             max_frame_bytes: env_value("COURIER_MAX_FRAME_BYTES", &mut errors)
                 .unwrap_or(DEFAULT_MAX_FRAME_BYTES),
+            coalescing: env_value("COURIER_COALESCING", &mut errors).unwrap_or_default(),
             child_args: None,
             env_error: None,
             counters: PrintOptions::default(),
@@ -169,6 +172,16 @@ impl Config {
     /// result would exceed it fails with a [`CallError`](crate::CallError).
     pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
         self.max_frame_bytes = bytes;
+        self
+    }
+
+    /// The coalescing of actions marked `#[courier::action(coalescing)]`
+    /// (default: [`Coalescing::default`], the count policy with its
+    /// defaults; `COURIER_COALESCING`). `Coalescing::Off` turns coalescing
+    /// off for them; actions without the mark stay off until
+    /// [`Runtime::set_coalescing`](crate::Runtime::set_coalescing).
+    pub fn coalescing(mut self, coalescing: Coalescing) -> Self {
+        self.coalescing = coalescing;
         self
     }
 
@@ -255,6 +268,12 @@ impl Config {
         if self.workers == Some(0) {
             return Err(Error::Config("a locality needs at least one worker".into()));
         }
+        if let Err(e) = self.coalescing.validate() {
+            return Err(Error::Config(format!(
+                "coalescing {}: {e}",
+                self.coalescing
+            )));
+        }
         if self.max_frame_bytes < 1024 || u32::try_from(self.max_frame_bytes).is_err() {
             return Err(Error::Config(format!(
                 "max_frame_bytes must be between 1 KiB and 4 GiB, not {}",
@@ -323,6 +342,12 @@ pub struct RuntimeArgs {
     /// Format of printed counters.
     #[arg(long, value_enum, default_value_t = CounterFormat::Text)]
     pub print_counter_format: CounterFormat,
+    /// Coalescing of actions marked `#[courier::action(coalescing)]`: off,
+    /// count[:num_parcels=N,interval_us=N,max_bytes=N] or
+    /// bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N]
+    /// [default: count, or COURIER_COALESCING].
+    #[arg(long, value_name = "SPEC")]
+    pub coalescing: Option<Coalescing>,
     /// List every counter type with its unit and help, then exit.
     #[arg(long)]
     pub list_counters: bool,
@@ -351,6 +376,9 @@ impl RuntimeArgs {
         }
         if let Some(ip) = self.listen {
             config = config.listen(ip);
+        }
+        if let Some(c) = self.coalescing {
+            config = config.coalescing(c);
         }
         for name in &self.print_counter {
             config = config.print_counter(name.clone());

@@ -10,7 +10,7 @@ use futures::FutureExt;
 use super::locality::{Locality, report};
 use super::{LocalityId, panic_message};
 use crate::action::Action;
-use crate::parcel::{CallError, CallFuture, Caller, Failure, FrameBuilder, RemoteError, ReplyTo};
+use crate::parcel::{CallError, CallFuture, Caller, Failure, RemoteError, ReplyTo};
 use crate::sched::JoinHandle;
 
 /// A handle to the running locality: call actions, spawn tasks, ask where
@@ -261,10 +261,13 @@ impl Runtime {
             l.run_call(A::ID, reply, args);
             return Ok(());
         }
-        let mut frame = FrameBuilder::new(l.here);
-        frame.push_call(A::ID, reply, args).map_err(encode_error)?;
-        let payload = frame.payload_bytes();
-        l.send_parcels(dest, frame)?;
+        let mut payload = 0;
+        l.send_parcel(dest, A::ID, |frame| {
+            let before = frame.payload_bytes();
+            frame.push_call(A::ID, reply, args).map_err(encode_error)?;
+            payload = frame.payload_bytes() - before;
+            Ok(())
+        })?;
         l.traffic.sent.add_call(A::ID, payload);
         Ok(())
     }

@@ -104,14 +104,8 @@ where
     for rank in 0..count {
         let here = LocalityId::new(rank);
         let transport = Inproc::new(here, Arc::clone(&fabric), config.max_frame_bytes);
-        let locality = Locality::start(
-            here,
-            count,
-            workers,
-            Box::new(transport),
-            config.max_frame_bytes,
-        )
-        .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")));
+        let locality = Locality::start(here, count, workers, Box::new(transport), config)
+            .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")));
         match locality {
             Ok(l) => localities.push(l),
             Err(e) => {
@@ -359,7 +353,7 @@ fn start_tcp_locality(
         count,
         config.workers_for(local_localities),
         Box::new(tcp),
-        config.max_frame_bytes,
+        config,
     )
     .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))
 }

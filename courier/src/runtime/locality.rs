@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap;
 use super::LocalityId;
 use super::error::panic_message;
 use crate::action::{ActionId, registry};
+use crate::aggregate::{Aggregator, Reason};
 use crate::counters::{Perf, Traffic};
 use crate::parcel::{
     ActivityCounts, Caller, Control, FRAME_HEADROOM, Failure, FrameBody, FrameBuilder, Parcel,
@@ -57,6 +58,8 @@ pub(crate) struct Locality {
     pub(crate) started: std::time::Instant,
     /// Perf-event counters of the workers, opened on first use.
     pub(crate) perf: Perf,
+    /// Coalescing buffers and their flush timer.
+    pub(crate) aggregator: Aggregator,
     /// Set once the job is ending: lost connections are expected then.
     stopping: AtomicBool,
     pub(crate) control: Mutex<ControlState>,
@@ -102,8 +105,9 @@ impl Locality {
         count: u32,
         workers: usize,
         transport: Box<dyn Transport>,
-        max_frame_bytes: usize,
+        config: &super::Config,
     ) -> std::io::Result<Arc<Locality>> {
+        let max_frame_bytes = config.max_frame_bytes;
         let sched = Scheduler::new(workers);
         let locality = Arc::new(Locality {
             here,
@@ -115,6 +119,7 @@ impl Locality {
             traffic: Traffic::default(),
             started: std::time::Instant::now(),
             perf: Perf::new(workers),
+            aggregator: Aggregator::new(here, count, max_frame_bytes, config.coalescing),
             stopping: AtomicBool::new(false),
             control: Mutex::new(ControlState::default()),
             control_changed: Condvar::new(),
@@ -126,11 +131,14 @@ impl Locality {
             super::handle::set_current(runtime.clone());
         });
         sched.start(&format!("courier-{}", here.get()), on_start)?;
+        locality.aggregator.start_timer(Arc::downgrade(&locality))?;
         Ok(locality)
     }
 
-    /// The counters compared by termination detection.
+    /// The counters compared by termination detection. Every coalescing
+    /// buffer is flushed first: a job whose parcels wait in buffers is not idle.
     pub(crate) fn activity(&self) -> ActivityCounts {
+        self.aggregator.flush_all(self, Reason::Shutdown);
         let snapshot = self.sched.snapshot();
         ActivityCounts {
             parcels_sent: self.traffic.sent.parcels.load(Ordering::SeqCst),
@@ -154,6 +162,8 @@ impl Locality {
     /// Stops this locality: its workers finish their current task and exit,
     /// queued tasks are dropped, and its connections are closed.
     pub(crate) fn stop(&self) {
+        self.aggregator.flush_all(self, Reason::Shutdown);
+        self.aggregator.stop_timer();
         self.set_stopping();
         self.sched.shutdown();
         self.transport.close();
@@ -196,6 +206,25 @@ impl Locality {
         result
     }
 
+    /// Sends one parcel of `action` to another locality: into the action's
+    /// coalescing buffer for `dest` when it has one, else in a frame of its
+    /// own. `push` appends the parcel to a frame.
+    pub(crate) fn send_parcel(
+        &self,
+        dest: LocalityId,
+        action: ActionId,
+        mut push: impl FnMut(&mut FrameBuilder) -> Result<(), Failure>,
+    ) -> Result<(), Failure> {
+        if let Some(slot) = registry().slot(action) {
+            if let Some(result) = self.aggregator.push(self, dest, slot, &mut push) {
+                return result;
+            }
+        }
+        let mut frame = FrameBuilder::new(self.here);
+        push(&mut frame)?;
+        self.send_parcels(dest, frame)
+    }
+
     /// Sends a control message; failures mean the peer is lost, which is
     /// reported separately.
     pub(crate) fn send_control(&self, dest: LocalityId, control: &Control) {
@@ -221,7 +250,7 @@ impl Locality {
         result: Result<Vec<u8>, RemoteError>,
     ) {
         match (reply, result) {
-            (ReplyTo::Caller(caller), result) => self.respond(caller, result),
+            (ReplyTo::Caller(caller), result) => self.respond(action, caller, result),
             (ReplyTo::Nobody, Ok(_)) => {}
             (ReplyTo::Nobody, Err(error)) => report!(
                 self.here,
@@ -234,7 +263,7 @@ impl Locality {
                     ..
                 },
                 Err(error),
-            ) => self.respond(caller, Err(error)),
+            ) => self.respond(action, caller, Err(error)),
             (ReplyTo::Continue { caller: None, .. }, Err(error)) => report!(
                 self.here,
                 "a posted call of `{}` with a continuation failed: {error:?}",
@@ -255,9 +284,10 @@ impl Locality {
                     self.run_call(next, reply, output);
                     return;
                 }
-                let mut frame = FrameBuilder::new(self.here);
-                frame.push_call_bytes(next, reply, &output);
-                let sent = self.send_parcels(locality, frame);
+                let sent = self.send_parcel(locality, next, |frame| {
+                    frame.push_call_bytes(next, reply, &output);
+                    Ok(())
+                });
                 if sent.is_ok() {
                     self.traffic.sent.add_call(next, output.len() as u64);
                 }
@@ -267,7 +297,7 @@ impl Locality {
                         reason: format!("{failure:?}"),
                     };
                     match caller {
-                        Some(caller) => self.respond(caller, Err(error)),
+                        Some(caller) => self.respond(next, caller, Err(error)),
                         None => report!(self.here, "{error:?}"),
                     }
                 }
@@ -275,19 +305,22 @@ impl Locality {
         }
     }
 
-    /// Delivers a call's result to its caller.
-    fn respond(&self, caller: Caller, result: Result<Vec<u8>, RemoteError>) {
+    /// Delivers the result of a call of `action` to its caller; a remote
+    /// caller's response coalesces with the other parcels of `action`.
+    fn respond(&self, action: ActionId, caller: Caller, result: Result<Vec<u8>, RemoteError>) {
         if caller.locality == self.here {
             self.pending
                 .complete(caller.request, result.map_err(Failure::Remote));
             return;
         }
-        let mut frame = FrameBuilder::new(self.here);
-        frame.push_response(caller.request, &result);
-        if let Err(Failure::EncodeArgs(too_large)) = self.send_parcels(caller.locality, frame) {
-            let mut frame = FrameBuilder::new(self.here);
-            frame.push_response(caller.request, &Err(RemoteError::BadOutput(too_large)));
-            let _ = self.send_parcels(caller.locality, frame);
+        let send = |result: &Result<Vec<u8>, RemoteError>| {
+            self.send_parcel(caller.locality, action, |frame| {
+                frame.push_response(caller.request, result);
+                Ok(())
+            })
+        };
+        if let Err(Failure::EncodeArgs(too_large)) = send(&result) {
+            let _ = send(&Err(RemoteError::BadOutput(too_large)));
         }
         // Any other failure means the caller is lost: nobody to tell.
     }

@@ -25,7 +25,7 @@ mod worker;
 
 pub use join::JoinHandle;
 pub(crate) use scheduler::{BackgroundWork, BlockOutcome, Scheduler};
-pub(crate) use stats::{POLL_BUCKETS, StatsSnapshot, WorkerStats};
+pub(crate) use stats::{POLL_BUCKETS, StatsSnapshot, WorkerStats, poll_bucket};
 pub(crate) use worker::clock;
 
 /// How many tasks a worker runs between two calls to background work while

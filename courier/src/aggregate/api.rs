@@ -1,0 +1,150 @@
+//! The [`Runtime`] methods that read and change coalescing while the
+//! program runs.
+
+use super::Coalescing;
+use crate::action::{Action, ActionId, registry};
+use crate::{Error, LocalityId, Runtime};
+
+fn slot_of(id: ActionId, name: &str) -> Result<usize, Error> {
+    registry().slot(id).ok_or_else(|| {
+        Error::Config(format!(
+            "action `{name}` is not registered (is it declared with #[courier::action]?)"
+        ))
+    })
+}
+
+fn checked(setting: Coalescing) -> Result<Coalescing, Error> {
+    setting
+        .validate()
+        .map(|()| setting)
+        .map_err(|e| Error::Config(format!("coalescing {setting}: {e}")))
+}
+
+impl Runtime {
+    /// Sets how this locality coalesces the parcels of `action` (its calls,
+    /// and the responses to calls of it it answers) towards every
+    /// destination. The new setting governs the very next parcel: what the
+    /// buffers held is sent first. Other localities keep theirs; see
+    /// [`set_coalescing_everywhere`](Self::set_coalescing_everywhere).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when the setting is invalid (see
+    /// [`Coalescing::validate`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use courier::{Coalescing, CountPolicy, Config, Transport};
+    ///
+    /// #[courier::action]
+    /// fn add(a: u64, b: u64) -> u64 { a + b }
+    ///
+    /// let config = Config::new().localities(2).transport(Transport::Inproc);
+    /// let sum = courier::launch(config, |rt| async move {
+    ///     let policy = CountPolicy { num_parcels: 16, interval_us: 200, ..CountPolicy::DEFAULT };
+    ///     rt.set_coalescing(add, Coalescing::Count(policy))?;
+    ///     let calls: Vec<_> = (0..100).map(|i| rt.call(rt.locality(1), add, (i, 1))).collect();
+    ///     let mut sum = 0;
+    ///     for call in calls {
+    ///         sum += call.await?;
+    ///     }
+    ///     Ok(sum)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(sum, 5050);
+    /// ```
+    pub fn set_coalescing<A: Action>(&self, action: A, setting: Coalescing) -> Result<(), Error> {
+        let _ = action;
+        let slot = slot_of(A::ID, A::NAME)?;
+        let l = self.inner();
+        l.aggregator.set(l, slot, None, checked(setting)?);
+        Ok(())
+    }
+
+    /// Like [`set_coalescing`](Self::set_coalescing), towards `dest` only.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when the setting is invalid or `dest` is not a
+    /// locality of the job.
+    pub fn set_coalescing_to<A: Action>(
+        &self,
+        action: A,
+        dest: LocalityId,
+        setting: Coalescing,
+    ) -> Result<(), Error> {
+        let _ = action;
+        let slot = slot_of(A::ID, A::NAME)?;
+        if dest.get() >= self.num_localities() {
+            return Err(Error::Config(format!(
+                "{dest} does not exist: the job has {} localities",
+                self.num_localities()
+            )));
+        }
+        let l = self.inner();
+        l.aggregator.set(l, slot, Some(dest), checked(setting)?);
+        Ok(())
+    }
+
+    /// Sets the coalescing of `action` on every locality of the job (each
+    /// towards every destination), and returns once all have it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] for an invalid setting; a [`CallError`](crate::CallError) (boxed)
+    /// when a locality could not be reached.
+    pub async fn set_coalescing_everywhere<A: Action>(
+        &self,
+        action: A,
+        setting: Coalescing,
+    ) -> Result<(), crate::BoxError> {
+        let _ = action;
+        slot_of(A::ID, A::NAME)?;
+        checked(setting)?;
+        let calls: Vec<_> = self
+            .localities()
+            .map(|l| self.call(l, apply_coalescing, (A::ID.to_bits(), setting)))
+            .collect();
+        for call in calls {
+            call.await?.map_err(Error::Config)?;
+        }
+        Ok(())
+    }
+
+    /// The coalescing of `action` on this locality towards `dest`.
+    ///
+    /// # Panics
+    ///
+    /// If `dest` is not a locality of the job, or `action` is not registered.
+    pub fn coalescing<A: Action>(&self, action: A, dest: LocalityId) -> Coalescing {
+        let _ = action;
+        let slot = slot_of(A::ID, A::NAME).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            dest.get() < self.num_localities(),
+            "{dest} does not exist: the job has {} localities",
+            self.num_localities()
+        );
+        self.inner().aggregator.setting(slot, dest)
+    }
+
+    /// Sends every buffered parcel of this locality now.
+    pub fn flush(&self) {
+        let l = self.inner();
+        l.aggregator.flush_all(l, super::Reason::Changed);
+    }
+}
+
+/// Applies a coalescing setting on the locality it runs on: the remote half
+/// of [`Runtime::set_coalescing_everywhere`].
+#[crate::action]
+fn apply_coalescing(action: u64, setting: Coalescing) -> Result<(), String> {
+    let rt = crate::current();
+    let slot = registry()
+        .slot(ActionId::from_bits(action))
+        .ok_or_else(|| format!("no action with id {action:#x} here"))?;
+    let l = rt.inner();
+    let setting = checked(setting).map_err(|e| e.to_string())?;
+    l.aggregator.set(l, slot, None, setting);
+    Ok(())
+}

@@ -1,0 +1,433 @@
+//! Flush policies: when a buffer of parcels becomes a message.
+//!
+//! [`Coalescing`] is what a user sets per action (and per destination):
+//! off, the HPX count policy ([`CountPolicy`], seed 000 Algorithm 1), or
+//! the TRAM byte policy ([`BytePolicy`], seed 004). Both policies implement
+//! the one internal [`FlushPolicy`] trait, which the buffer asks after every
+//! parcel it takes.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// How the parcels of one action to one destination are coalesced into
+/// messages.
+///
+/// Set it for every action marked `#[courier::action(coalescing)]` with
+/// [`Config::coalescing`](crate::Config::coalescing), `--coalescing` or
+/// `COURIER_COALESCING`, and for any action while the program runs with
+/// [`Runtime::set_coalescing`](crate::Runtime::set_coalescing).
+///
+/// The text form (flags, environment) is `off`, `count[:key=value,...]`
+/// with keys `num_parcels`, `interval_us`, `max_bytes`, or
+/// `bytes[:key=value,...]` with keys `buffer_bytes`, `threshold`,
+/// `cutoff`, `timeout_us`. Keys left out keep their defaults.
+///
+/// # Examples
+///
+/// ```
+/// use courier::{BytePolicy, Coalescing, CountPolicy};
+///
+/// let hpx: Coalescing = "count:num_parcels=64,interval_us=500".parse().unwrap();
+/// assert_eq!(hpx, Coalescing::Count(CountPolicy { num_parcels: 64, interval_us: 500, ..CountPolicy::DEFAULT }));
+///
+/// let tram: Coalescing = "bytes:buffer_bytes=8192,threshold=0.8".parse().unwrap();
+/// assert_eq!(tram, Coalescing::Bytes(BytePolicy { buffer_bytes: 8192, threshold: 0.8, ..BytePolicy::DEFAULT }));
+///
+/// // TRAM's constraint f_t + f_c <= 1 is checked:
+/// assert!("bytes:threshold=0.9,cutoff=0.2".parse::<Coalescing>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Coalescing {
+    /// Every parcel is sent as its own message, at once.
+    Off,
+    /// Count parcels (HPX, seed 000 Algorithm 1).
+    Count(CountPolicy),
+    /// Count bytes (Charm++ TRAM, seed 004).
+    Bytes(BytePolicy),
+}
+
+impl Default for Coalescing {
+    /// The count policy with its defaults.
+    fn default() -> Self {
+        Coalescing::Count(CountPolicy::DEFAULT)
+    }
+}
+
+/// HPX's policy (seed 000 Algorithm 1): a message holds up to `num_parcels`
+/// parcels. The first parcel into an empty buffer starts a timer of
+/// `interval_us`; the buffer is flushed when it holds `num_parcels` parcels,
+/// reaches `max_bytes`, or the timer fires. A parcel that comes more than
+/// `interval_us` after the previous one, into an empty buffer, goes out at
+/// once: sparse traffic gets no added latency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CountPolicy {
+    /// Parcels per message (HPX `num_messages`).
+    pub num_parcels: u32,
+    /// Longest wait of the first parcel, and the gap above which a parcel
+    /// counts as sparse, in microseconds (HPX `interval`).
+    pub interval_us: u64,
+    /// Bytes at which the buffer is flushed whatever its count (a memory bound).
+    pub max_bytes: usize,
+}
+
+impl CountPolicy {
+    /// 128 parcels, 100 µs, 1 MiB.
+    pub const DEFAULT: CountPolicy = CountPolicy {
+        num_parcels: 128,
+        interval_us: 100,
+        max_bytes: 1 << 20,
+    };
+}
+
+/// TRAM's policy (seed 004 §1.4, Appendix B): a buffer of `buffer_bytes`
+/// (b) is flushed once it holds more than `threshold`·b bytes (f_t) or its
+/// first parcel waited `timeout_us`; a parcel larger than `cutoff`·b (f_c)
+/// is not buffered but sent at once, after what the buffer holds (in the same
+/// message, so that order is kept). Requires f_t + f_c ≤ 1.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BytePolicy {
+    /// Buffer size b in bytes (TRAM `bufferSize`).
+    pub buffer_bytes: usize,
+    /// Threshold fraction f_t in (0, 1] (TRAM `thresholdNum/thresholdDen`).
+    pub threshold: f64,
+    /// Cutoff fraction f_c in [0, 1] (TRAM `cutoffNum/cutoffDen`).
+    pub cutoff: f64,
+    /// Longest wait of the first parcel, in microseconds (TRAM `timeout`).
+    pub timeout_us: u64,
+}
+
+impl BytePolicy {
+    /// 16 KiB, f_t = 0.9, f_c = 0.1, 100 µs (the example of seed 004 Appendix B
+    /// with a round buffer size).
+    pub const DEFAULT: BytePolicy = BytePolicy {
+        buffer_bytes: 16 << 10,
+        threshold: 0.9,
+        cutoff: 0.1,
+        timeout_us: 100,
+    };
+}
+
+impl Coalescing {
+    /// Checks the parameters: at least one parcel per message, a buffer of
+    /// at least 64 bytes, fractions in range with f_t + f_c ≤ 1.
+    pub fn validate(&self) -> Result<(), String> {
+        match *self {
+            Coalescing::Off => Ok(()),
+            Coalescing::Count(p) => {
+                if p.num_parcels == 0 {
+                    return Err("num_parcels must be at least 1".into());
+                }
+                if p.max_bytes == 0 {
+                    return Err("max_bytes must be at least 1".into());
+                }
+                Ok(())
+            }
+            Coalescing::Bytes(p) => {
+                if p.buffer_bytes < 64 {
+                    return Err(format!(
+                        "buffer_bytes must be at least 64, not {}",
+                        p.buffer_bytes
+                    ));
+                }
+                if !(p.threshold > 0.0 && p.threshold <= 1.0) {
+                    return Err(format!("threshold must be in (0, 1], not {}", p.threshold));
+                }
+                if !(0.0..=1.0).contains(&p.cutoff) {
+                    return Err(format!("cutoff must be in [0, 1], not {}", p.cutoff));
+                }
+                if p.threshold + p.cutoff > 1.0 + 1e-12 {
+                    return Err(format!(
+                        "threshold + cutoff must be at most 1 (seed 004 Eq. 1.3), not {} + {}",
+                        p.threshold, p.cutoff
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether parcels are buffered at all.
+    pub fn is_on(&self) -> bool {
+        !matches!(self, Coalescing::Off)
+    }
+
+    /// The policy behind this setting, if any.
+    pub(crate) fn policy(&self) -> Option<&dyn FlushPolicy> {
+        match self {
+            Coalescing::Off => None,
+            Coalescing::Count(p) => Some(p),
+            Coalescing::Bytes(p) => Some(p),
+        }
+    }
+}
+
+impl fmt::Display for Coalescing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Coalescing::Off => write!(f, "off"),
+            Coalescing::Count(p) => write!(
+                f,
+                "count:num_parcels={},interval_us={},max_bytes={}",
+                p.num_parcels, p.interval_us, p.max_bytes
+            ),
+            Coalescing::Bytes(p) => write!(
+                f,
+                "bytes:buffer_bytes={},threshold={},cutoff={},timeout_us={}",
+                p.buffer_bytes, p.threshold, p.cutoff, p.timeout_us
+            ),
+        }
+    }
+}
+
+impl FromStr for Coalescing {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
+        let pairs = rest
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                p.split_once('=')
+                    .map(|(k, v)| (k.trim(), v.trim()))
+                    .ok_or_else(|| format!("`{p}` is not key=value"))
+            });
+        fn num<T: FromStr>(key: &str, value: &str) -> Result<T, String> {
+            value
+                .parse()
+                .map_err(|_| format!("{key}={value}: not a valid number"))
+        }
+        let coalescing = match kind {
+            "off" | "none" if rest.is_empty() => Coalescing::Off,
+            "count" => {
+                let mut p = CountPolicy::DEFAULT;
+                for pair in pairs {
+                    match pair? {
+                        ("num_parcels", v) => p.num_parcels = num("num_parcels", v)?,
+                        ("interval_us", v) => p.interval_us = num("interval_us", v)?,
+                        ("max_bytes", v) => p.max_bytes = num("max_bytes", v)?,
+                        (k, _) => {
+                            return Err(format!(
+                                "count takes num_parcels, interval_us, max_bytes; not `{k}`"
+                            ));
+                        }
+                    }
+                }
+                Coalescing::Count(p)
+            }
+            "bytes" => {
+                let mut p = BytePolicy::DEFAULT;
+                for pair in pairs {
+                    match pair? {
+                        ("buffer_bytes", v) => p.buffer_bytes = num("buffer_bytes", v)?,
+                        ("threshold", v) => p.threshold = num("threshold", v)?,
+                        ("cutoff", v) => p.cutoff = num("cutoff", v)?,
+                        ("timeout_us", v) => p.timeout_us = num("timeout_us", v)?,
+                        (k, _) => {
+                            return Err(format!(
+                                "bytes takes buffer_bytes, threshold, cutoff, timeout_us; not `{k}`"
+                            ));
+                        }
+                    }
+                }
+                Coalescing::Bytes(p)
+            }
+            _ => {
+                return Err(format!(
+                    "`{s}`: expected off, count[:num_parcels=N,interval_us=N,max_bytes=N] or bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N]"
+                ));
+            }
+        };
+        coalescing.validate()?;
+        Ok(coalescing)
+    }
+}
+
+/// Why a buffer was flushed; each reason has a `/coalescing/count/flush-*`
+/// counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reason {
+    /// `num_parcels` reached (count policy).
+    Count,
+    /// `max_bytes` (count policy) or `threshold`·`buffer_bytes` (byte policy) reached,
+    /// or the next parcel would have made the frame too large.
+    Bytes,
+    /// The flush timer fired.
+    Timer,
+    /// Sparse traffic: the parcel came long after the previous one.
+    Bypass,
+    /// A parcel above `cutoff`·`buffer_bytes`.
+    Cutoff,
+    /// The job looked idle (termination detection) or stopped.
+    Shutdown,
+    /// The parameters changed, or the program asked for a flush.
+    Changed,
+}
+
+impl Reason {
+    /// Every reason, in counter-slot order.
+    pub(crate) const ALL: [Reason; 7] = [
+        Reason::Count,
+        Reason::Bytes,
+        Reason::Timer,
+        Reason::Bypass,
+        Reason::Cutoff,
+        Reason::Shutdown,
+        Reason::Changed,
+    ];
+
+    /// The slot of this reason in per-reason arrays.
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What a buffer holds after it took a parcel.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Filled {
+    /// Parcels in the buffer, the new one included.
+    pub(crate) parcels: u32,
+    /// Bytes of the encoded parcels in the buffer, the new one included.
+    pub(crate) bytes: usize,
+    /// Bytes of the new parcel.
+    pub(crate) parcel_bytes: usize,
+    /// Nanoseconds since the previous parcel into this buffer (None for
+    /// the first ever).
+    pub(crate) gap_ns: Option<u64>,
+}
+
+/// The decision a policy takes after every parcel.
+pub(crate) trait FlushPolicy {
+    /// Whether to flush the buffer now, and why.
+    fn after_push(&self, filled: Filled) -> Option<Reason>;
+
+    /// How long the first parcel of a buffer may wait for the others.
+    fn wait(&self) -> Duration;
+}
+
+impl FlushPolicy for CountPolicy {
+    fn after_push(&self, f: Filled) -> Option<Reason> {
+        let sparse = f.gap_ns.is_none_or(|gap| gap > self.interval_us * 1000);
+        if f.parcels == 1 && sparse {
+            Some(Reason::Bypass)
+        } else if f.parcels >= self.num_parcels {
+            Some(Reason::Count)
+        } else if f.bytes >= self.max_bytes {
+            Some(Reason::Bytes)
+        } else {
+            None
+        }
+    }
+
+    fn wait(&self) -> Duration {
+        Duration::from_micros(self.interval_us)
+    }
+}
+
+impl FlushPolicy for BytePolicy {
+    fn after_push(&self, f: Filled) -> Option<Reason> {
+        let b = self.buffer_bytes as f64;
+        if f.parcel_bytes as f64 > self.cutoff * b {
+            Some(Reason::Cutoff)
+        } else if f.bytes as f64 > self.threshold * b {
+            Some(Reason::Bytes)
+        } else {
+            None
+        }
+    }
+
+    fn wait(&self) -> Duration {
+        Duration::from_micros(self.timeout_us)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled(parcels: u32, bytes: usize, parcel_bytes: usize, gap_us: Option<u64>) -> Filled {
+        Filled {
+            parcels,
+            bytes,
+            parcel_bytes,
+            gap_ns: gap_us.map(|g| g * 1000),
+        }
+    }
+
+    #[test]
+    fn count_policy_follows_algorithm_1() {
+        let p = CountPolicy {
+            num_parcels: 4,
+            interval_us: 100,
+            max_bytes: 1000,
+        };
+        // The very first parcel, and one long after the previous: sent at once.
+        assert_eq!(p.after_push(filled(1, 20, 20, None)), Some(Reason::Bypass));
+        assert_eq!(
+            p.after_push(filled(1, 20, 20, Some(101))),
+            Some(Reason::Bypass)
+        );
+        // Dense traffic: queued until the count.
+        assert_eq!(p.after_push(filled(1, 20, 20, Some(5))), None);
+        assert_eq!(p.after_push(filled(3, 60, 20, Some(5))), None);
+        assert_eq!(
+            p.after_push(filled(4, 80, 20, Some(5))),
+            Some(Reason::Count)
+        );
+        // A slow parcel into a non-empty buffer is queued (the timer is running).
+        assert_eq!(p.after_push(filled(2, 40, 20, Some(500))), None);
+        // The memory bound.
+        assert_eq!(
+            p.after_push(filled(2, 1000, 980, Some(5))),
+            Some(Reason::Bytes)
+        );
+    }
+
+    #[test]
+    fn byte_policy_follows_tram() {
+        let p = BytePolicy {
+            buffer_bytes: 1000,
+            threshold: 0.8,
+            cutoff: 0.2,
+            timeout_us: 10,
+        };
+        assert_eq!(p.after_push(filled(1, 100, 100, None)), None);
+        assert_eq!(p.after_push(filled(8, 800, 100, Some(1))), None);
+        assert_eq!(
+            p.after_push(filled(9, 801, 1, Some(1))),
+            Some(Reason::Bytes)
+        );
+        assert_eq!(
+            p.after_push(filled(2, 301, 201, Some(1))),
+            Some(Reason::Cutoff)
+        );
+        assert_eq!(p.wait(), Duration::from_micros(10));
+    }
+
+    #[test]
+    fn text_form_round_trips_and_bad_values_say_why() {
+        for s in [
+            "off",
+            "count:num_parcels=7,interval_us=3,max_bytes=999",
+            "bytes:buffer_bytes=4096,threshold=0.5,cutoff=0.5,timeout_us=20",
+        ] {
+            let c: Coalescing = s.parse().unwrap();
+            assert_eq!(c.to_string(), s);
+        }
+        assert_eq!("count".parse::<Coalescing>(), Ok(Coalescing::default()));
+        let err = |s: &str| s.parse::<Coalescing>().unwrap_err();
+        assert!(err("count:num_parcels=0").contains("at least 1"));
+        assert!(err("count:num_parcel=3").contains("not `num_parcel`"));
+        assert!(err("count:num_parcels=x").contains("not a valid number"));
+        assert!(err("bytes:threshold=0.7,cutoff=0.4").contains("at most 1"));
+        assert!(err("bytes:threshold=0").contains("(0, 1]"));
+        assert!(err("bytes:buffer_bytes=10").contains("at least 64"));
+        assert!(err("sometimes").contains("expected off, count"));
+        assert!(err("count:7").contains("key=value"));
+    }
+}
