@@ -6,11 +6,15 @@
 //! - `error`: [`CallError`], why a call produced no result.
 //!
 //! The way of a parcel: [`Runtime::call`](crate::Runtime::call) registers a
-//! pending entry, encodes the arguments straight into a frame and hands it
-//! to the transport. The receiver decodes the frame on the thread driving
-//! its transport and spawns one task per call; the task runs the action and
-//! sends a response parcel back (or forwards the output to a continuation),
-//! and the response completes the pending entry, waking the caller.
+//! pending entry and encodes the arguments straight into a frame: the
+//! action's coalescing buffer for that destination (see `aggregate`), or a
+//! frame of its own that goes to the transport at once. The receiver
+//! decodes the frame on the thread driving its transport and spawns one task
+//! per 32 calls; the task runs each action (one that waits gets a task of
+//! its own) and sends a response parcel back (or forwards the output to a
+//! continuation), and the response completes the pending entry, waking the
+//! caller. The pending table is a sharded slab: a request id names its
+//! place directly, with a generation that turns away stale responses.
 
 mod codec;
 mod error;

@@ -1,9 +1,11 @@
 //! [`Locality`]: the state one locality shares between its workers, and what
 //! it does with every frame it receives.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -22,6 +24,11 @@ use crate::parcel::{
 use crate::sched::clock;
 use crate::sched::{BackgroundWork, BlockOutcome, Scheduler};
 use crate::transport::{Sink, Transport, check_frame_len};
+
+/// Most calls of one received frame that one task runs in a row: enough to
+/// amortise a spawn, few enough that idle workers can steal the others.
+/// A guess, tune me.
+const CALLS_PER_TASK: usize = 32;
 
 /// Prints a runtime message on standard error, prefixed with the locality.
 macro_rules! report {
@@ -243,6 +250,45 @@ impl Locality {
         }));
     }
 
+    /// Runs the calls of one frame: one task per [`CALLS_PER_TASK`] calls,
+    /// each call run in that task when its first poll finishes it (sync
+    /// actions always do) and spawned as a task of its own when it waits.
+    fn run_calls(self: &Arc<Self>, calls: Vec<(ActionId, ReplyTo, Vec<u8>)>) {
+        if calls.len() <= 1 {
+            for (action, reply, args) in calls {
+                self.run_call(action, reply, args);
+            }
+            return;
+        }
+        let mut calls = calls.into_iter().peekable();
+        while calls.peek().is_some() {
+            let chunk: Vec<_> = calls.by_ref().take(CALLS_PER_TASK).collect();
+            let locality = Arc::clone(self);
+            drop(self.sched.spawn(async move {
+                for (action, reply, args) in chunk {
+                    locality.run_inline(action, reply, args);
+                }
+            }));
+        }
+    }
+
+    /// Runs a call on the current task if it finishes in its first poll;
+    /// otherwise hands it to a task of its own.
+    fn run_inline(self: &Arc<Self>, action: ActionId, reply: ReplyTo, args: Vec<u8>) {
+        let mut run = Box::pin(async move { execute(action, &args).await });
+        let mut cx = Context::from_waker(Waker::noop());
+        match run.as_mut().poll(&mut cx) {
+            Poll::Ready(result) => self.route_result(action, reply, result),
+            Poll::Pending => {
+                let locality = Arc::clone(self);
+                drop(self.sched.spawn(async move {
+                    let result = run.await;
+                    locality.route_result(action, reply, result);
+                }));
+            }
+        }
+    }
+
     fn route_result(
         self: &Arc<Self>,
         action: ActionId,
@@ -389,6 +435,7 @@ impl Sink for Arc<Locality> {
                     .parcels
                     .fetch_add(parcels.len() as u64, Ordering::SeqCst);
                 let mut payload = 0;
+                let mut calls = Vec::new();
                 for parcel in parcels {
                     match parcel {
                         Parcel::Call {
@@ -398,7 +445,7 @@ impl Sink for Arc<Locality> {
                         } => {
                             payload += args.len() as u64;
                             received.add_call(action, args.len() as u64);
-                            self.run_call(action, reply, args);
+                            calls.push((action, reply, args));
                         }
                         Parcel::Response { request, result } => {
                             payload += result.as_ref().map_or(0, |bytes| bytes.len() as u64);
@@ -409,6 +456,7 @@ impl Sink for Arc<Locality> {
                         }
                     }
                 }
+                self.run_calls(calls);
                 let wire = (bytes.len() + FRAME_HEADROOM) as u64;
                 received.add_message(payload, wire, clock().delta_as_nanos(start, clock().raw()));
             }
