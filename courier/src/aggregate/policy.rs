@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 /// `COURIER_COALESCING`, and for any action while the program runs with
 /// [`Runtime::set_coalescing`](crate::Runtime::set_coalescing).
 ///
-/// The text form (flags, environment) is `off`, `count[:key=value,...]`
+/// The text form (flags, environment) is `off`, `on` (the default count
+/// policy), `count[:key=value,...]`
 /// with keys `num_parcels`, `interval_us`, `max_bytes`, or
 /// `bytes[:key=value,...]` with keys `buffer_bytes`, `threshold`,
 /// `cutoff`, `timeout_us`. Keys left out keep their defaults.
@@ -204,6 +205,7 @@ impl FromStr for Coalescing {
         }
         let coalescing = match kind {
             "off" | "none" if rest.is_empty() => Coalescing::Off,
+            "on" if rest.is_empty() => Coalescing::default(),
             "count" => {
                 let mut p = CountPolicy::DEFAULT;
                 for pair in pairs {
@@ -239,7 +241,7 @@ impl FromStr for Coalescing {
             }
             _ => {
                 return Err(format!(
-                    "`{s}`: expected off, count[:num_parcels=N,interval_us=N,max_bytes=N] or bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N]"
+                    "`{s}`: expected off, on, count[:num_parcels=N,interval_us=N,max_bytes=N] or bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N]"
                 ));
             }
         };
@@ -420,6 +422,7 @@ mod tests {
             assert_eq!(c.to_string(), s);
         }
         assert_eq!("count".parse::<Coalescing>(), Ok(Coalescing::default()));
+        assert_eq!("on".parse::<Coalescing>(), Ok(Coalescing::default()));
         let err = |s: &str| s.parse::<Coalescing>().unwrap_err();
         assert!(err("count:num_parcels=0").contains("at least 1"));
         assert!(err("count:num_parcel=3").contains("not `num_parcel`"));
@@ -427,7 +430,7 @@ mod tests {
         assert!(err("bytes:threshold=0.7,cutoff=0.4").contains("at most 1"));
         assert!(err("bytes:threshold=0").contains("(0, 1]"));
         assert!(err("bytes:buffer_bytes=10").contains("at least 64"));
-        assert!(err("sometimes").contains("expected off, count"));
+        assert!(err("sometimes").contains("expected off, on, count"));
         assert!(err("count:7").contains("key=value"));
     }
 }

@@ -702,7 +702,7 @@ pub(crate) static TYPES: &[CounterType] = &[
     locality_counter!(
         "/threads/background-send-overhead",
         "",
-        "time encoding and sending frames (in tasks and on the flush timer thread) / (task loop time + background time)",
+        "time finishing and sending frames (part of the background time on workers) / (task loop time + background time)",
         |s| Raw::Ratio {
             num: s.sent.time_ns,
             den: busy(&s.stats.total())

@@ -342,7 +342,7 @@ pub struct RuntimeArgs {
     /// Format of printed counters.
     #[arg(long, value_enum, default_value_t = CounterFormat::Text)]
     pub print_counter_format: CounterFormat,
-    /// Coalescing of actions marked `#[courier::action(coalescing)]`: off,
+    /// Coalescing of actions marked `#[courier::action(coalescing)]`: off, on,
     /// count[:num_parcels=N,interval_us=N,max_bytes=N] or
     /// bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N]
     /// [default: count, or COURIER_COALESCING].

@@ -21,8 +21,8 @@ use crate::parcel::{
     ActivityCounts, Caller, Control, FRAME_HEADROOM, Failure, FrameBody, FrameBuilder, Parcel,
     PendingTable, RemoteError, ReplyTo, decode_frame, encode_control,
 };
-use crate::sched::clock;
 use crate::sched::{BackgroundWork, BlockOutcome, Scheduler};
+use crate::sched::{charge_network, clock};
 use crate::transport::{Sink, Transport, check_frame_len};
 
 /// Most calls of one received frame that one task runs in a row: enough to
@@ -207,8 +207,10 @@ impl Locality {
             sent.parcels.fetch_sub(count, Ordering::SeqCst);
             Failure::PeerLost(reason)
         });
+        let ns = clock().delta_as_nanos(start, clock().raw());
+        charge_network(ns);
         if result.is_ok() {
-            sent.add_message(payload, wire, clock().delta_as_nanos(start, clock().raw()));
+            sent.add_message(payload, wire, ns);
         }
         result
     }
