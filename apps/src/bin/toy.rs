@@ -16,7 +16,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
-use courier::{CallFuture, Coalescing, CountPolicy, Runtime, RuntimeArgs};
+use courier::{CallFuture, Runtime, RuntimeArgs};
+use courier_apps::phases::{CoalescingArgs, PhaseCounters, describe};
 use num_complex::Complex64;
 
 /// The value every call must return.
@@ -35,46 +36,14 @@ fn get_cplx() -> Complex64 {
 struct Cli {
     #[command(flatten)]
     runtime: RuntimeArgs,
+    #[command(flatten)]
+    coalescing: CoalescingArgs,
     /// Calls per phase.
     #[arg(long, default_value_t = 1_000_000)]
     parcels: u64,
     /// Number of phases.
     #[arg(long, default_value_t = 4)]
     phases: u32,
-    /// Parcels per message (count policy) [default: --coalescing's, or 128].
-    #[arg(long, value_name = "N")]
-    num_parcels: Option<u32>,
-    /// Wait interval of the count policy in µs [default: --coalescing's, or 100].
-    #[arg(long, value_name = "US")]
-    interval_us: Option<u64>,
-    /// Parcels per message of each phase in turn (seed 000 Fig. 9), e.g.
-    /// 128,16,4,1; overrides --num-parcels.
-    #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
-    phase_num_parcels: Vec<u32>,
-}
-
-impl Cli {
-    /// The setting of `get_cplx` in phase `p` (from 1).
-    fn setting(&self, p: u32) -> Coalescing {
-        let base = match self.runtime.coalescing {
-            Some(Coalescing::Off) => return Coalescing::Off,
-            Some(Coalescing::Count(policy)) => policy,
-            _ => CountPolicy::DEFAULT,
-        };
-        let by_phase = (!self.phase_num_parcels.is_empty())
-            .then(|| self.phase_num_parcels[(p as usize - 1) % self.phase_num_parcels.len()]);
-        let changed =
-            by_phase.is_some() || self.num_parcels.is_some() || self.interval_us.is_some();
-        if !changed {
-            // Whatever --coalescing (or COURIER_COALESCING) set, bytes included.
-            return self.runtime.coalescing.unwrap_or(Coalescing::Count(base));
-        }
-        Coalescing::Count(CountPolicy {
-            num_parcels: by_phase.or(self.num_parcels).unwrap_or(base.num_parcels),
-            interval_us: self.interval_us.unwrap_or(base.interval_us),
-            ..base
-        })
-    }
 }
 
 /// Runs one phase; returns how many results were wrong.
@@ -92,23 +61,8 @@ async fn phase(rt: &Runtime, parcels: u64) -> Result<u64, courier::CallError> {
     Ok(wrong)
 }
 
-/// `num_parcels=N interval_us=N`, or the setting's text form.
-fn describe(setting: Coalescing) -> String {
-    match setting {
-        Coalescing::Count(p) => format!(
-            "num_parcels={} interval_us={}",
-            p.num_parcels, p.interval_us
-        ),
-        other => format!("coalescing={other}"),
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(bad) = cli.phase_num_parcels.iter().find(|&&n| n == 0) {
-        eprintln!("toy: --phase-num-parcels values must be at least 1, not {bad}");
-        return ExitCode::FAILURE;
-    }
     let config = cli.runtime.config(2);
     let transport = config.transport_kind();
     let (parcels, phases) = (cli.parcels, cli.phases);
@@ -118,37 +72,21 @@ fn main() -> ExitCode {
             rt.num_localities()
         );
         // Per phase, as seed 000 measures: network overhead (Eq. 4) and task
-        // overhead (Eq. 2) on every locality, reset at each phase start.
-        let mut overheads = rt.counters([
-            "/threads{locality#*/total}/background-overhead",
-            "/threads{locality#*/total}/time/average-overhead",
-        ])?;
+        // overhead (Eq. 2) on every locality.
+        let mut counters = PhaseCounters::new(&rt)?;
         let mut wrong_total = 0;
         for p in 1..=phases {
-            let setting = cli.setting(p);
+            let setting = cli.coalescing.setting(&cli.runtime, p);
             rt.set_coalescing_everywhere(get_cplx, setting).await?;
-            overheads.reset().await?;
+            counters.start().await?;
             let start = Instant::now();
             let wrong = phase(&rt, parcels).await?;
             let secs = start.elapsed().as_secs_f64();
-            let values = overheads.evaluate(false).await?;
-            let mut n_oh = Vec::new();
-            let mut summary = Vec::new();
-            for v in &values {
-                let locality = v.name.split(['#', '/']).nth(2).unwrap_or("?");
-                if v.name.ends_with("background-overhead") {
-                    n_oh.push(v.value);
-                    summary.push(format!("n_oh@{locality}={:.4}", v.value));
-                } else {
-                    summary.push(format!("task_overhead_ns@{locality}={:.1}", v.value));
-                }
-            }
             println!(
-                "phase {p}: seconds={secs:.4} calls_per_s={:.0} wrong={wrong} {} n_oh={:.4} {}",
+                "phase {p}: seconds={secs:.4} calls_per_s={:.0} wrong={wrong} {} {}",
                 parcels as f64 / secs,
                 describe(setting),
-                n_oh.iter().sum::<f64>() / n_oh.len().max(1) as f64,
-                summary.join(" ")
+                counters.finish().await?
             );
             wrong_total += wrong;
         }
