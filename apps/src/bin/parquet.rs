@@ -22,8 +22,11 @@ use courier::{LocalityId, RuntimeArgs};
 use courier_apps::phases::{CoalescingArgs, PhaseCounters, describe};
 use num_complex::Complex64;
 
-/// What each locality received: (locality, iteration, source) → (rows, checksum).
-static RECEIVED: Mutex<Option<HashMap<(u32, u32, u32), (u64, u64)>>> = Mutex::new(None);
+/// (receiving locality, iteration, source) → (rows, checksum).
+type Received = HashMap<(u32, u32, u32), (u64, u64)>;
+
+/// What each locality of this process received.
+static RECEIVED: Mutex<Option<Received>> = Mutex::new(None);
 
 /// The element `k` of row `row` that `source` sends in `iteration`.
 fn element(iteration: u32, source: u32, row: u64, k: u64) -> Complex64 {
