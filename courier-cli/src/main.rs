@@ -103,7 +103,7 @@ enum Figure {
         log_x: bool,
     },
     /// Every row as a point (X, Y) with Pearson's coefficient, as seed 000
-    /// Figs. 4 and 7; prints the coefficient.
+    /// Figs. 4 and 7 (and Spearman's); prints both.
     Scatter {
         #[command(flatten)]
         common: PlotArgs,
@@ -148,8 +148,8 @@ fn plot(figure: Figure) -> Result<(), String> {
             ..
         } => plot::lines(&table, x, y, series, *log_x, title, out)?,
         Figure::Scatter { x, y, .. } => {
-            let r = plot::scatter(&table, x, y, title, out)?;
-            println!("pearson r({x}, {y}) = {r:.4}");
+            let (r, rho) = plot::scatter(&table, x, y, title, out)?;
+            println!("pearson r({x}, {y}) = {r:.4}, spearman rho = {rho:.4}");
         }
     }
     eprintln!("courier plot: wrote {}", out.display());

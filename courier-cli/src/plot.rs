@@ -116,6 +116,31 @@ pub(crate) fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// Spearman's rank correlation: Pearson's coefficient of the ranks (ties
+/// get their mean rank). It says how monotonic the relation is, where
+/// Pearson's says how straight.
+pub(crate) fn spearman(x: &[f64], y: &[f64]) -> f64 {
+    fn ranks(v: &[f64]) -> Vec<f64> {
+        let mut order: Vec<usize> = (0..v.len()).collect();
+        order.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+        let mut ranks = vec![0.0; v.len()];
+        let mut i = 0;
+        while i < order.len() {
+            let mut j = i;
+            while j + 1 < order.len() && v[order[j + 1]] == v[order[i]] {
+                j += 1;
+            }
+            let rank = (i + j) as f64 / 2.0 + 1.0;
+            for &k in &order[i..=j] {
+                ranks[k] = rank;
+            }
+            i = j + 1;
+        }
+        ranks
+    }
+    pearson(&ranks(x), &ranks(y))
+}
+
 /// Pearson's correlation coefficient of the pairs (x, y).
 pub(crate) fn pearson(x: &[f64], y: &[f64]) -> f64 {
     let n = x.len() as f64;
@@ -316,18 +341,19 @@ fn span(values: &[f64]) -> (f64, f64) {
         })
 }
 
-/// Every row as a point (`x`, `y`); returns Pearson's coefficient, which
-/// the title also shows (seed 000 Figs. 4 and 7).
+/// Every row as a point (`x`, `y`); returns Pearson's and Spearman's
+/// coefficients, which the title also shows (seed 000 Figs. 4 and 7).
 pub(crate) fn scatter(
     table: &Table,
     x: &str,
     y: &str,
     title: &str,
     out: &Path,
-) -> Result<f64, String> {
+) -> Result<(f64, f64), String> {
     let xs = table.numbers(x)?;
     let ys = table.numbers(y)?;
     let r = pearson(&xs, &ys);
+    let rho = spearman(&xs, &ys);
     let (x_lo, x_hi) = span(&xs);
     let (y_lo, y_hi) = span(&ys);
     let pad = |lo: f64, hi: f64| ((hi - lo) * 0.05).max(1e-9);
@@ -335,7 +361,10 @@ pub(crate) fn scatter(
     root.fill(&WHITE).map_err(draw_error)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            format!("{title} (Pearson r = {r:.3}, n = {})", xs.len()),
+            format!(
+                "{title} (Pearson r = {r:.3}, Spearman ρ = {rho:.3}, n = {})",
+                xs.len()
+            ),
             ("sans-serif", 20),
         )
         .margin(15)
@@ -360,7 +389,7 @@ pub(crate) fn scatter(
         )
         .map_err(draw_error)?;
     root.present().map_err(draw_error)?;
-    Ok(r)
+    Ok((r, rho))
 }
 
 #[cfg(test)]
@@ -374,6 +403,12 @@ mod tests {
         assert!((pearson(&[1.0, 2.0, 3.0], &[2.0, 4.0, 6.0]) - 1.0).abs() < 1e-12);
         assert!((pearson(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]) + 1.0).abs() < 1e-12);
         assert!(pearson(&[1.0, 2.0, 3.0, 4.0], &[1.0, 3.0, 2.0, 1.0]).abs() < 0.5);
+        // Monotonic but curved: Spearman 1, Pearson below 1.
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let y = [1.0, 2.0, 4.0, 8.0, 100.0];
+        assert!((spearman(&x, &y) - 1.0).abs() < 1e-12);
+        assert!(pearson(&x, &y) < 0.9);
+        assert!((spearman(&[1.0, 1.0, 2.0], &[5.0, 5.0, 9.0]) - 1.0).abs() < 1e-12);
     }
 
     #[test]
@@ -394,8 +429,8 @@ mod tests {
         let table = Table::read(&csv, &["phase=1".into()]).unwrap();
         heatmap(&table, "n", "i", "seconds", "t", &dir.join("h.svg")).unwrap();
         lines(&table, "n", "seconds", "i", true, "t", &dir.join("l.svg")).unwrap();
-        let r = scatter(&table, "n_oh", "seconds", "t", &dir.join("s.svg")).unwrap();
-        assert!((r - 1.0).abs() < 1e-9);
+        let (r, rho) = scatter(&table, "n_oh", "seconds", "t", &dir.join("s.svg")).unwrap();
+        assert!((r - 1.0).abs() < 1e-9 && (rho - 1.0).abs() < 1e-9);
         for f in ["h.svg", "l.svg", "s.svg"] {
             let svg = std::fs::read_to_string(dir.join(f)).unwrap();
             assert!(svg.starts_with("<svg") && svg.len() > 1000, "{f}");

@@ -9,7 +9,21 @@ use syn::{FnArg, ItemFn, ReturnType, parse_macro_input, spanned::Spanned};
 /// Turns a free function into a Courier action: a unit struct of the same
 /// name that implements `courier::Action` and is registered on every locality.
 ///
-/// See `courier::action` for the documentation.
+/// The function may be sync or `async`; its parameters become the action's
+/// argument tuple and must be serde types, as must its result. It cannot be
+/// generic or take `self`.
+///
+/// `#[courier::action(coalescing)]` marks the action for coalescing: its
+/// parcels (calls, and the responses to them) to one destination travel
+/// together under the configured policy (`courier::Config::coalescing`),
+/// as HPX's `HPX_ACTION_USES_MESSAGE_COALESCING` does.
+///
+/// ```ignore
+/// #[courier::action(coalescing)]
+/// fn add(a: u64, b: u64) -> u64 {
+///     a + b
+/// }
+/// ```
 #[proc_macro_attribute]
 pub fn action(attr: TokenStream, item: TokenStream) -> TokenStream {
     let coalescing = match attr.to_string().trim() {

@@ -1,5 +1,6 @@
 //! Round-trip latency and bandwidth between two localities, 8 B to 4 MiB,
-//! with the same ping-pong over raw TCP sockets in the same run.
+//! with the same ping-pong over raw TCP sockets in the same run; then the
+//! latency of sparse 8-byte round trips with coalescing off and on.
 //!
 //! Prints, per size, the median round trip through Courier and through a
 //! plain socket, then alpha (µs per message) and beta (ns per byte) of the
@@ -16,7 +17,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use courier::{Runtime, RuntimeArgs};
+use courier::{Coalescing, CountPolicy, Runtime, RuntimeArgs};
 use serde_bytes::ByteBuf;
 
 /// Sends the bytes back.
@@ -179,6 +180,80 @@ async fn sweep(rt: Runtime, iterations: u32, max_bytes: usize) -> anyhow::Result
     Ok(())
 }
 
+/// Sparse traffic with coalescing on must cost no latency (seed 000's
+/// bypass): 8-byte round trips with a pause of three intervals before each,
+/// coalescing off and on (count policy, both ways) in alternating blocks.
+/// Back-to-back round trips with coalescing on are shown too: each waits for
+/// the flush timer, which is what coalescing a latency-bound chain costs.
+async fn sparse_latency(rt: &Runtime, rounds: u32) -> anyhow::Result<()> {
+    let peer = rt.locality(1);
+    let policy = CountPolicy {
+        interval_us: 100,
+        ..CountPolicy::DEFAULT
+    };
+    let pause = Duration::from_micros(3 * policy.interval_us);
+    let payload = ByteBuf::from(vec![7u8; 8]);
+    let settings = [
+        ("off", Coalescing::Off, pause),
+        ("on, sparse", Coalescing::Count(policy), pause),
+        (
+            "on, back to back",
+            Coalescing::Count(policy),
+            Duration::ZERO,
+        ),
+    ];
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); settings.len()];
+    for _ in 0..5 {
+        for ((_, setting, pause), samples) in settings.iter().zip(&mut samples) {
+            rt.set_coalescing_everywhere(echo, *setting)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            for _ in 0..rounds {
+                std::thread::sleep(*pause);
+                let start = Instant::now();
+                rt.call(peer, echo, (payload.clone(),)).await?;
+                samples.push(start.elapsed());
+            }
+        }
+    }
+    rt.set_coalescing_everywhere(echo, Coalescing::Off)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let medians: Vec<Duration> = samples.into_iter().map(median).collect();
+    println!(
+        "8 B round trips, {} per setting, count policy interval_us={}:",
+        5 * rounds,
+        policy.interval_us
+    );
+    for ((name, _, pause), m) in settings.iter().zip(&medians) {
+        println!(
+            "  coalescing {name:<17} (pause {:>3} µs): median {:>8.2} µs, {:.2}x off",
+            pause.as_micros(),
+            m.as_secs_f64() * 1e6,
+            m.as_secs_f64() / medians[0].as_secs_f64()
+        );
+    }
+    // Every back-to-back round trip waited for the flush timer, twice.
+    let mut lateness = rt.counters([
+        "/coalescing{locality#*/total}/time/timer-lateness@0,200000,1000",
+        "/coalescing{locality#*/total}/time/average-timer-lateness",
+    ])?;
+    let values = lateness.evaluate(false).await?;
+    for v in &values {
+        match &v.histogram {
+            Some(h) => println!(
+                "  flush timer lateness {}: {} firings, median {:.1} µs, 90th percentile {:.1} µs",
+                v.name,
+                v.value,
+                h.quantile(0.5) / 1e3,
+                h.quantile(0.9) / 1e3
+            ),
+            None => println!("  {}: {:.1} µs", v.name, v.value / 1e3),
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = cli.runtime.config(2);
@@ -189,7 +264,9 @@ fn main() -> ExitCode {
             "pingpong: {} localities over {transport:?}",
             rt.num_localities()
         );
-        sweep(rt, iterations, max_bytes).await.map_err(Into::into)
+        sweep(rt.clone(), iterations, max_bytes).await?;
+        sparse_latency(&rt, iterations.min(1000)).await?;
+        Ok(())
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -67,6 +67,43 @@ pub struct Histogram {
     pub sum: f64,
 }
 
+impl Histogram {
+    /// The value below which a fraction `q` (0 to 1) of the samples lie,
+    /// interpolated linearly inside a bucket; `min` or `max` when it falls
+    /// in the bucket below or above the range, NaN without samples.
+    ///
+    /// ```
+    /// # use courier::Histogram;
+    /// # fn check(h: &Histogram) {
+    /// let median = h.quantile(0.5);
+    /// # }
+    /// ```
+    pub fn quantile(&self, q: f64) -> f64 {
+        let total: f64 = self.counts.iter().sum();
+        if total <= 0.0 || self.counts.len() < 2 {
+            return f64::NAN;
+        }
+        let inner = self.counts.len() - 2;
+        let width = (self.max - self.min) / inner as f64;
+        let target = q.clamp(0.0, 1.0) * total;
+        let mut seen = 0.0;
+        for (i, &count) in self.counts.iter().enumerate() {
+            if count > 0.0 && seen + count >= target {
+                return match i {
+                    0 => self.min,
+                    i if i == inner + 1 => self.max,
+                    i => {
+                        let lo = self.min + (i - 1) as f64 * width;
+                        lo + width * ((target - seen) / count).clamp(0.0, 1.0)
+                    }
+                };
+            }
+            seen += count;
+        }
+        self.max
+    }
+}
+
 /// Why counters could not be queried.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -410,4 +447,32 @@ fn sample_counters(names: Vec<String>) -> Vec<Result<Vec<Sample>, String>> {
             registry::sample(&sources, &name)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Histogram;
+
+    #[test]
+    fn quantiles_interpolate_inside_buckets() {
+        // 0..10 in 10 buckets: one sample below, ten spread evenly, one above.
+        let mut counts = vec![1.0];
+        counts.extend([1.0; 10]);
+        counts.push(1.0);
+        let h = Histogram {
+            min: 0.0,
+            max: 10.0,
+            counts,
+            sum: 0.0,
+        };
+        assert_eq!(h.quantile(0.5), 5.0);
+        assert_eq!(h.quantile(0.0), 0.0);
+        assert_eq!(h.quantile(1.0), 10.0);
+        assert!((h.quantile(0.25) - 2.0).abs() < 1e-9);
+        let empty = Histogram {
+            counts: vec![0.0; 12],
+            ..h
+        };
+        assert!(empty.quantile(0.5).is_nan());
+    }
 }
