@@ -1,7 +1,6 @@
 //! [`Locality`]: the state one locality shares between its workers, and what
 //! it does with every frame it receives.
 
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,7 +13,7 @@ use rustc_hash::FxHashMap;
 
 use super::LocalityId;
 use super::error::panic_message;
-use crate::action::{ActionId, registry};
+use crate::action::{ActionId, ErasedOutput, registry};
 use crate::aggregate::{Aggregator, Reason};
 use crate::counters::{Perf, Traffic};
 use crate::parcel::{
@@ -277,17 +276,25 @@ impl Locality {
     /// Runs a call on the current task if it finishes in its first poll;
     /// otherwise hands it to a task of its own.
     fn run_inline(self: &Arc<Self>, action: ActionId, reply: ReplyTo, args: Vec<u8>) {
-        let mut run = Box::pin(async move { execute(action, &args).await });
+        let mut run = match start(action, &args) {
+            Ok(run) => run,
+            Err(error) => return self.route_result(action, reply, Err(error)),
+        };
         let mut cx = Context::from_waker(Waker::noop());
-        match run.as_mut().poll(&mut cx) {
-            Poll::Ready(result) => self.route_result(action, reply, result),
-            Poll::Pending => {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| run.as_mut().poll(&mut cx))) {
+            Ok(Poll::Ready(output)) => self.route_result(action, reply, finished(output)),
+            Ok(Poll::Pending) => {
                 let locality = Arc::clone(self);
                 drop(self.sched.spawn(async move {
-                    let result = run.await;
+                    let result = finish(run).await;
                     locality.route_result(action, reply, result);
                 }));
             }
+            Err(panic) => self.route_result(
+                action,
+                reply,
+                Err(RemoteError::Panicked(panic_message(&*panic))),
+            ),
         }
     }
 
@@ -404,20 +411,35 @@ fn action_name(id: ActionId) -> String {
         .map_or_else(|| format!("{id}"), |e| e.name().to_owned())
 }
 
-/// Decodes the arguments, runs the action, encodes its output. A panic in
-/// the action becomes [`RemoteError::Panicked`].
-async fn execute(id: ActionId, args: &[u8]) -> Result<Vec<u8>, RemoteError> {
+/// Decodes the arguments and makes the action's future (nothing of the
+/// action runs yet).
+fn start(id: ActionId, args: &[u8]) -> Result<ErasedOutput, RemoteError> {
     let Some(entry) = registry().get(id) else {
         return Err(RemoteError::UnknownAction { id: id.to_bits() });
     };
-    let run = entry
+    entry
         .start(args)
-        .map_err(|e| RemoteError::BadArguments(e.to_string()))?;
+        .map_err(|e| RemoteError::BadArguments(e.to_string()))
+}
+
+/// The result of an action's future that finished.
+fn finished(output: Result<Vec<u8>, postcard::Error>) -> Result<Vec<u8>, RemoteError> {
+    output.map_err(|e| RemoteError::BadOutput(e.to_string()))
+}
+
+/// Runs an action's future to its end; a panic becomes
+/// [`RemoteError::Panicked`].
+async fn finish(run: ErasedOutput) -> Result<Vec<u8>, RemoteError> {
     match AssertUnwindSafe(run).catch_unwind().await {
-        Ok(Ok(output)) => Ok(output),
-        Ok(Err(e)) => Err(RemoteError::BadOutput(e.to_string())),
+        Ok(output) => finished(output),
         Err(panic) => Err(RemoteError::Panicked(panic_message(&*panic))),
     }
+}
+
+/// Decodes the arguments, runs the action, encodes its output. A panic in
+/// the action becomes [`RemoteError::Panicked`].
+async fn execute(id: ActionId, args: &[u8]) -> Result<Vec<u8>, RemoteError> {
+    finish(start(id, args)?).await
 }
 
 impl Sink for Arc<Locality> {
@@ -437,7 +459,7 @@ impl Sink for Arc<Locality> {
                     .parcels
                     .fetch_add(parcels.len() as u64, Ordering::SeqCst);
                 let mut payload = 0;
-                let mut calls = Vec::new();
+                let mut calls = Vec::with_capacity(parcels.len());
                 for parcel in parcels {
                     match parcel {
                         Parcel::Call {
