@@ -1,5 +1,7 @@
 //! `courier sweep`: runs a program over a grid of parameters, several runs
-//! per point, and writes every phase line it prints to one CSV file.
+//! per point (round after round over the grid, so that the machine's drift
+//! spreads over every point), and writes every phase line it prints to one
+//! CSV file.
 //!
 //! The program's arguments may hold `{NAME}` placeholders, replaced by the
 //! value of parameter `NAME` at each grid point. A phase line is what the
@@ -188,12 +190,14 @@ impl Sweep {
                 .expect("a valid template"),
         );
         let mut rows: Vec<Row> = Vec::new();
-        for point in &points {
-            let label: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let label = label.join(" ");
-            let program: Vec<OsString> =
-                self.program.iter().map(|a| substitute(a, point)).collect();
-            for run in 1..=self.runs {
+        // Round after round over the whole grid, so that the machine's
+        // drift spreads over every point instead of biasing some.
+        for run in 1..=self.runs {
+            for point in &points {
+                let label: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let label = label.join(" ");
+                let program: Vec<OsString> =
+                    self.program.iter().map(|a| substitute(a, point)).collect();
                 bar.set_message(format!("{label} run {run}"));
                 let started = Instant::now();
                 let stdout = run_once(&program, self.timeout)
@@ -280,6 +284,8 @@ mod tests {
         let text = std::fs::read_to_string(&out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "v,run,phase,seconds,x");
+        assert_eq!(lines[1], "1,1,1,1,\"\"\"a,b\"\"\"");
+        assert_eq!(lines[2], "2,1,1,2,\"\"\"a,b\"\"\"");
         assert_eq!(lines[4], "2,2,1,2,\"\"\"a,b\"\"\"");
         let failing = Sweep {
             program: ["sh", "-c", "echo oops >&2; exit 3"]
