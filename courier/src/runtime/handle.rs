@@ -155,13 +155,13 @@ impl Runtime {
         if dest == l.here {
             return CallFuture::local(A::NAME, dest, self.spawn(invoke_caught(action, args)));
         }
-        let (request, rx) = l.pending.register([dest, dest]);
+        let (request, pending) = l.pending.register([dest, dest]);
         let reply = ReplyTo::Caller(Caller {
             locality: l.here,
             request,
         });
         self.send_pending_call::<A>(dest, reply, &args, request);
-        CallFuture::remote(A::NAME, dest, rx)
+        CallFuture::remote(A::NAME, dest, pending)
     }
 
     /// Calls `action(args)` on `dest` without waiting for a result (fire and
@@ -234,7 +234,7 @@ impl Runtime {
         if let Err(failure) = l.check_dest(dest).and_then(|()| l.check_dest(then_dest)) {
             return CallFuture::failed(C::NAME, then_dest, failure);
         }
-        let (request, rx) = l.pending.register([dest, then_dest]);
+        let (request, pending) = l.pending.register([dest, then_dest]);
         let reply = ReplyTo::Continue {
             locality: then_dest,
             action: C::ID,
@@ -244,7 +244,7 @@ impl Runtime {
             }),
         };
         self.send_pending_call::<A>(dest, reply, &args, request);
-        CallFuture::remote(C::NAME, then_dest, rx)
+        CallFuture::remote(C::NAME, then_dest, pending)
     }
 
     /// Encodes a call of `A` and sends it to `dest`, or runs it here.

@@ -56,7 +56,7 @@ pub(crate) struct Locality {
     pub(crate) count: u32,
     pub(crate) sched: Arc<Scheduler>,
     pub(crate) transport: Box<dyn Transport>,
-    pub(crate) pending: PendingTable,
+    pub(crate) pending: Arc<PendingTable>,
     pub(crate) max_frame_bytes: usize,
     /// Parcels, frames and bytes in and out.
     pub(crate) traffic: Traffic,
@@ -120,7 +120,7 @@ impl Locality {
             count,
             sched: Arc::clone(&sched),
             transport,
-            pending: PendingTable::default(),
+            pending: Arc::default(),
             max_frame_bytes,
             traffic: Traffic::default(),
             started: std::time::Instant::now(),
