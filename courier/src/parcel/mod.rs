@@ -14,7 +14,8 @@
 //! its own) and sends a response parcel back (or forwards the output to a
 //! continuation), and the response completes the pending entry, waking the
 //! caller. The pending table is a sharded slab: a request id names its
-//! place directly, with a generation that turns away stale responses.
+//! place directly, with a generation that turns away stale responses, and
+//! the place holds the result and the waker (no channel per call).
 
 mod codec;
 mod error;
