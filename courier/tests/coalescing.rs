@@ -354,3 +354,47 @@ fn bad_settings_are_clear_errors() {
     .to_string();
     assert!(err.contains("num_parcels must be at least 1"), "{err}");
 }
+
+#[test]
+fn buffers_never_build_frames_above_the_receivers_limit() {
+    let config = common::inproc(2).max_frame_bytes(16 << 10);
+    courier::launch(config, |rt| async move {
+        let policy = CountPolicy {
+            num_parcels: 1000,
+            interval_us: 1_000_000,
+            max_bytes: 1 << 20,
+        };
+        rt.set_coalescing(record, Coalescing::Count(policy))?;
+        let other = rt.locality(1);
+        let mut calls = Vec::new();
+        for seq in 0..200u64 {
+            // One parcel alone is too large for any frame.
+            let len = if seq == 100 { 20 << 10 } else { 1000 };
+            let payload = ByteBuf::from(vec![seq as u8; len]);
+            calls.push(rt.call(other, record, (77, 0, seq, payload)));
+        }
+        rt.flush();
+        for (seq, call) in calls.into_iter().enumerate() {
+            match call.await {
+                Ok((got, _)) => assert_eq!(got, seq as u64),
+                Err(e) => {
+                    assert_eq!(seq, 100, "{e}");
+                    assert!(e.to_string().contains("exceeds the limit"), "{e}");
+                }
+            }
+        }
+        // ~15 parcels fit a frame: the buffer split long before num_parcels.
+        let messages = counter(&rt, 0, "count/messages@record").await;
+        assert!(messages >= 13.0, "{messages} messages");
+        assert_eq!(counter(&rt, 0, "count/parcels@record").await, 200.0);
+        Ok(())
+    })
+    .unwrap();
+    let delivered = RECORDED
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.0 == 77)
+        .count();
+    assert_eq!(delivered, 199);
+}
