@@ -155,11 +155,15 @@ impl Aggregator {
         let key = (slot as u32, dest.get());
         let (first, second) = if too_big && buffer.frame().len() > 1 {
             // The frame would exceed what the receiver accepts: the others
-            // go first, the new parcel after them in a frame of its own.
+            // go first, the new parcel after them in a frame of its own
+            // (where, too large alone, it fails for its own caller).
             let tail = buffer.split_off(mark);
             let first = buffer.take(Reason::Bytes);
             buffer.count_message(Reason::Bytes);
             (first, Some(tail))
+        } else if too_big {
+            // Alone and too large: fail now, for its own caller.
+            (buffer.take(Reason::Bytes), None)
         } else {
             (decision.and_then(|reason| buffer.take(reason)), None)
         };
