@@ -47,6 +47,7 @@ pub mod launcher;
 mod parcel;
 mod runtime;
 mod sched;
+mod suggest;
 mod transport;
 
 pub use action::{Action, ActionId};

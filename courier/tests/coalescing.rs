@@ -353,6 +353,33 @@ fn bad_settings_are_clear_errors() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("num_parcels must be at least 1"), "{err}");
+    let err = courier::launch(
+        Config::new().coalesce_action("ecoh", Coalescing::Off),
+        |_| async { Ok(()) },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("no action named `ecoh`") && err.contains("echo"),
+        "{err}"
+    );
+}
+
+#[test]
+fn configuration_sets_any_action_by_name() {
+    let setting: Coalescing = "count:num_parcels=7".parse().unwrap();
+    let config = common::inproc(2)
+        .coalesce_action("coalescing::echo", setting)
+        .coalesce_action("record", Coalescing::Off);
+    courier::launch(config, move |rt| async move {
+        for l in rt.localities() {
+            assert_eq!(rt.coalescing(echo, l), setting);
+            assert_eq!(rt.coalescing(record, l), Coalescing::Off);
+            assert_eq!(rt.coalescing(slow_lane, l), Coalescing::Off);
+        }
+        Ok(())
+    })
+    .unwrap();
 }
 
 #[test]

@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 
 pub use id::ActionId;
 pub use registry::ActionEntry;
-pub(crate) use registry::{ErasedOutput, registry};
+pub(crate) use registry::{ErasedOutput, action_slot, registry};
 
 /// A function that can run on any locality.
 ///

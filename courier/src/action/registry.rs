@@ -11,6 +11,7 @@ use rustc_hash::FxHashMap;
 
 use super::Action;
 use super::id::{ActionId, fnv1a};
+use crate::suggest::edit_distance;
 
 /// The future of a type-erased action: the encoded output.
 pub(crate) type ErasedOutput =
@@ -143,4 +144,41 @@ impl Registry {
 pub(crate) fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(Registry::build)
+}
+
+/// The registry slot of the action called `name`: its full path, or a
+/// suffix after `::` that only one action has.
+pub(crate) fn action_slot(name: &str) -> Result<usize, String> {
+    let entries = registry().entries();
+    if let Some(slot) = entries.iter().position(|e| e.name() == name) {
+        return Ok(slot);
+    }
+    let suffix = format!("::{name}");
+    let matches: Vec<usize> = (0..entries.len())
+        .filter(|&i| entries[i].name().ends_with(&suffix))
+        .collect();
+    match matches[..] {
+        [slot] => Ok(slot),
+        [] => {
+            let mut close: Vec<(usize, &str)> = entries
+                .iter()
+                .map(|e| (edit_distance(name, e.name()), e.name()))
+                .collect();
+            close.sort();
+            let close: Vec<&str> = close.into_iter().take(3).map(|(_, n)| n).collect();
+            Err(format!(
+                "no action named `{name}`; closest: {}",
+                close.join(", ")
+            ))
+        }
+        _ => Err(format!(
+            "`{name}` names {} actions; give the full path: {}",
+            matches.len(),
+            matches
+                .iter()
+                .map(|&i| entries[i].name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
 }

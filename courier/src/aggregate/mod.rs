@@ -67,22 +67,26 @@ pub(crate) struct Aggregator {
 
 impl Aggregator {
     /// Buffers for `count` destinations; actions marked
-    /// `#[courier::action(coalescing)]` start with `default`, the others off.
+    /// `#[courier::action(coalescing)]` start with `default`, those in
+    /// `per_action` (registry slot, setting) with theirs, the others off.
     pub(crate) fn new(
         here: LocalityId,
         count: u32,
         max_frame_bytes: usize,
         default: Coalescing,
+        per_action: &[(usize, Coalescing)],
     ) -> Self {
         let epoch = Epoch::now();
         let lanes = registry()
             .entries()
             .iter()
-            .map(|entry| {
-                let setting = if entry.coalescing() {
-                    default
-                } else {
-                    Coalescing::Off
+            .enumerate()
+            .map(|(slot, entry)| {
+                let configured = per_action.iter().rev().find(|(s, _)| *s == slot);
+                let setting = match configured {
+                    Some((_, setting)) => *setting,
+                    None if entry.coalescing() => default,
+                    None => Coalescing::Off,
                 };
                 Lane {
                     active: AtomicBool::new(setting.is_on()),

@@ -5,13 +5,14 @@ use serde::{Deserialize, Serialize};
 
 use std::sync::atomic::Ordering;
 
-use super::name::{CounterName, Index, Instance, edit_distance, glob_match};
+use super::name::{CounterName, Index, Instance, glob_match};
 use super::perf::EVENTS;
 use super::traffic::DirectionCounts;
-use crate::action::registry;
+use crate::action::action_slot;
 use crate::aggregate::{Coalescing, LaneStats, Reason};
 use crate::runtime::Locality;
 use crate::sched::{POLL_BUCKETS, StatsSnapshot, WorkerStats};
+use crate::suggest::edit_distance;
 
 /// A sample of a counter, in the form that says how to take a difference.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -313,43 +314,6 @@ macro_rules! traffic_counter {
             },
         }
     };
-}
-
-/// The registry slot of the action called `name`: its full path, or a
-/// suffix after `::` that only one action has.
-fn action_slot(name: &str) -> Result<usize, String> {
-    let entries = registry().entries();
-    if let Some(slot) = entries.iter().position(|e| e.name() == name) {
-        return Ok(slot);
-    }
-    let suffix = format!("::{name}");
-    let matches: Vec<usize> = (0..entries.len())
-        .filter(|&i| entries[i].name().ends_with(&suffix))
-        .collect();
-    match matches[..] {
-        [slot] => Ok(slot),
-        [] => {
-            let mut close: Vec<(usize, &str)> = entries
-                .iter()
-                .map(|e| (edit_distance(name, e.name()), e.name()))
-                .collect();
-            close.sort();
-            let close: Vec<&str> = close.into_iter().take(3).map(|(_, n)| n).collect();
-            Err(format!(
-                "no action named `{name}`; closest: {}",
-                close.join(", ")
-            ))
-        }
-        _ => Err(format!(
-            "`{name}` names {} actions; give the full path: {}",
-            matches.len(),
-            matches
-                .iter()
-                .map(|&i| entries[i].name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
 }
 
 /// The coalescing statistics of the action named in `params` (its part

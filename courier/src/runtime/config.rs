@@ -85,6 +85,7 @@ pub struct Config {
     pub(crate) listen: IpAddr,
     pub(crate) max_frame_bytes: usize,
     pub(crate) coalescing: Coalescing,
+    pub(crate) action_coalescing: Vec<(String, Coalescing)>,
     pub(crate) child_args: Option<Vec<OsString>>,
     pub(crate) env_error: Option<String>,
     pub(crate) counters: PrintOptions,
@@ -129,6 +130,7 @@ impl Config {
             max_frame_bytes: env_value("COURIER_MAX_FRAME_BYTES", &mut errors)
                 .unwrap_or(DEFAULT_MAX_FRAME_BYTES),
             coalescing: env_value("COURIER_COALESCING", &mut errors).unwrap_or_default(),
+            action_coalescing: Vec::new(),
             child_args: None,
             env_error: None,
             counters: PrintOptions::default(),
@@ -183,6 +185,36 @@ impl Config {
     pub fn coalescing(mut self, coalescing: Coalescing) -> Self {
         self.coalescing = coalescing;
         self
+    }
+
+    /// Sets the coalescing of one action, marked or not, named by its full
+    /// path or a `::` suffix only it has (as in counter names): how a
+    /// program's actions are coalesced can change without touching its code.
+    /// Applies on every locality that gets this configuration.
+    ///
+    /// ```
+    /// use courier::{Coalescing, Config};
+    ///
+    /// let config = Config::new().coalesce_action("get_cplx", "count:num_parcels=512".parse().unwrap());
+    /// ```
+    pub fn coalesce_action(mut self, name: impl Into<String>, setting: Coalescing) -> Self {
+        self.action_coalescing.push((name.into(), setting));
+        self
+    }
+
+    /// The registry slots and settings of [`Config::coalesce_action`].
+    pub(crate) fn action_settings(&self) -> Result<Vec<(usize, Coalescing)>, Error> {
+        self.action_coalescing
+            .iter()
+            .map(|(name, setting)| {
+                let slot = crate::action::action_slot(name)
+                    .map_err(|e| Error::Config(format!("coalescing of `{name}`: {e}")))?;
+                setting
+                    .validate()
+                    .map_err(|e| Error::Config(format!("coalescing of `{name}`: {e}")))?;
+                Ok((slot, *setting))
+            })
+            .collect()
     }
 
     /// Sets the arguments the program passes to the localities it starts
@@ -274,6 +306,7 @@ impl Config {
                 self.coalescing
             )));
         }
+        self.action_settings()?;
         if self.max_frame_bytes < 1024 || u32::try_from(self.max_frame_bytes).is_err() {
             return Err(Error::Config(format!(
                 "max_frame_bytes must be between 1 KiB and 4 GiB, not {}",
@@ -348,12 +381,24 @@ pub struct RuntimeArgs {
     /// [default: count, or COURIER_COALESCING].
     #[arg(long, value_name = "SPEC")]
     pub coalescing: Option<Coalescing>,
+    /// Coalescing of one action, marked or not: ACTION=SPEC, ACTION its
+    /// full path or a unique `::` suffix (repeatable).
+    #[arg(long, value_name = "ACTION=SPEC", value_parser = parse_action_setting)]
+    pub coalesce_action: Vec<(String, Coalescing)>,
     /// List every counter type with its unit and help, then exit.
     #[arg(long)]
     pub list_counters: bool,
     /// Serve every counter at http://ADDR/metrics (Prometheus text format).
     #[arg(long, value_name = "ADDR")]
     pub counters_http: Option<SocketAddr>,
+}
+
+/// `ACTION=SPEC` of `--coalesce-action`.
+fn parse_action_setting(s: &str) -> Result<(String, Coalescing), String> {
+    let (name, spec) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not ACTION=SPEC"))?;
+    Ok((name.trim().to_owned(), spec.parse()?))
 }
 
 impl RuntimeArgs {
@@ -379,6 +424,9 @@ impl RuntimeArgs {
         }
         if let Some(c) = self.coalescing {
             config = config.coalescing(c);
+        }
+        for (name, setting) in &self.coalesce_action {
+            config = config.coalesce_action(name.clone(), *setting);
         }
         for name in &self.print_counter {
             config = config.print_counter(name.clone());
