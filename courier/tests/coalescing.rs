@@ -107,8 +107,8 @@ async fn check(pending: &mut Pending) {
 }
 
 fn exactly_once(config: Config, run: u64, calls: u64) {
-    let n = config.num_localities();
     courier::launch(config, move |rt| async move {
+        let n = rt.num_localities();
         let storms: Vec<_> = rt
             .localities()
             .map(|l| rt.call(l, storm, (run, calls)))
@@ -132,6 +132,19 @@ fn exactly_once(config: Config, run: u64, calls: u64) {
 #[test]
 fn exactly_once_inproc_with_changing_settings() {
     exactly_once(common::inproc(3).workers(2), 1, 4000);
+}
+
+/// The MPI cases of this file and the sizes they run at.
+#[cfg(feature = "mpi")]
+#[test]
+fn under_mpirun() {
+    common::mpirun(&["mpi_exactly_once_with_changing_settings"], &[2, 4]);
+}
+
+#[test]
+#[ignore = "an MPI case: run by under_mpirun"]
+fn mpi_exactly_once_with_changing_settings() {
+    exactly_once(common::mpi(), 3, 2000);
 }
 
 #[test]

@@ -67,8 +67,8 @@ fn received(run: u64) -> Vec<(u32, u64)> {
 }
 
 fn exactly_once(config: Config, run: u64, calls: u64) {
-    let n = config.num_localities();
     courier::launch(config, move |rt| async move {
+        let n = rt.num_localities();
         let storms: Vec<_> = rt
             .localities()
             .map(|l| rt.call(l, storm, (run, calls)))
@@ -109,6 +109,45 @@ fn exactly_once_tcp_2() {
 #[test]
 fn exactly_once_tcp_4() {
     exactly_once(common::tcp("exactly_once_tcp_4", 4), 4, 150);
+}
+
+/// The MPI cases of this file and the sizes they run at.
+#[cfg(feature = "mpi")]
+#[test]
+fn under_mpirun() {
+    common::mpirun(&["mpi_exactly_once"], &[2, 4]);
+    common::mpirun(
+        &[
+            "mpi_continuations",
+            "mpi_nested_calls",
+            "mpi_shutdown_waits_for_parcels_in_flight",
+        ],
+        &[4],
+    );
+}
+
+#[test]
+#[ignore = "an MPI case: run by under_mpirun"]
+fn mpi_exactly_once() {
+    exactly_once(common::mpi(), 5, 200);
+}
+
+#[test]
+#[ignore = "an MPI case: run by under_mpirun"]
+fn mpi_continuations() {
+    continuations(common::mpi());
+}
+
+#[test]
+#[ignore = "an MPI case: run by under_mpirun"]
+fn mpi_nested_calls() {
+    nested_calls(common::mpi());
+}
+
+#[test]
+#[ignore = "an MPI case: run by under_mpirun"]
+fn mpi_shutdown_waits_for_parcels_in_flight() {
+    shutdown_waits_for_parcels_in_flight(common::mpi());
 }
 
 #[courier::action]
@@ -174,14 +213,20 @@ async fn chain(depth: u32) -> Vec<u32> {
     path
 }
 
-#[test]
-fn nested_calls_tcp() {
-    courier::launch(common::tcp("nested_calls_tcp", 3), |rt| async move {
+fn nested_calls(config: Config) {
+    courier::launch(config, |rt| async move {
+        let n = rt.num_localities();
         let path = rt.call(rt.locality(1), chain, (5,)).await?;
-        assert_eq!(path, vec![1, 2, 0, 1, 2, 0]);
+        let expected: Vec<u32> = (1..=6).map(|i| i % n).collect();
+        assert_eq!(path, expected);
         Ok(())
     })
     .unwrap();
+}
+
+#[test]
+fn nested_calls_tcp() {
+    nested_calls(common::tcp("nested_calls_tcp", 3));
 }
 
 /// Posted calls counted on the root (in this process).
@@ -204,20 +249,24 @@ fn relay(spin: u32) {
         .expect("relay could not post");
 }
 
-#[test]
-fn shutdown_waits_for_parcels_in_flight_tcp() {
+fn shutdown_waits_for_parcels_in_flight(config: Config) {
     const POSTS: u64 = 20_000;
-    courier::launch(
-        common::tcp("shutdown_waits_for_parcels_in_flight_tcp", 3),
-        |rt| async move {
-            for i in 0..POSTS {
-                let dest = rt.locality(1 + (i % 2) as u32);
-                rt.post(dest, relay, ((i % 7) as u32 * 1000,))?;
-            }
-            // Return at once: everything is still in flight.
-            Ok(())
-        },
-    )
+    courier::launch(config, |rt| async move {
+        for i in 0..POSTS {
+            let dest = rt.locality(1 + (i % 2) as u32);
+            rt.post(dest, relay, ((i % 7) as u32 * 1000,))?;
+        }
+        // Return at once: everything is still in flight.
+        Ok(())
+    })
     .unwrap();
     assert_eq!(TALLIED.load(Ordering::SeqCst), POSTS);
+}
+
+#[test]
+fn shutdown_waits_for_parcels_in_flight_tcp() {
+    shutdown_waits_for_parcels_in_flight(common::tcp(
+        "shutdown_waits_for_parcels_in_flight_tcp",
+        3,
+    ));
 }

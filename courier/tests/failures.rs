@@ -53,6 +53,25 @@ fn handler_panic_is_an_error_tcp() {
     panics_become_errors(common::tcp("handler_panic_is_an_error_tcp", 2));
 }
 
+/// The MPI cases of this file and the sizes they run at.
+#[cfg(feature = "mpi")]
+#[test]
+fn under_mpirun() {
+    common::mpirun(
+        &[
+            "mpi_handler_panic_is_an_error",
+            "mpi_unknown_action_is_an_error",
+        ],
+        &[2, 4],
+    );
+}
+
+#[test]
+#[ignore = "an MPI case: run by under_mpirun"]
+fn mpi_handler_panic_is_an_error() {
+    panics_become_errors(common::mpi());
+}
+
 /// An action implemented by hand and deliberately not registered, as if the
 /// receiver ran a different binary.
 #[derive(Clone, Copy, Debug, Default)]
@@ -68,19 +87,26 @@ impl Action for Unregistered {
     }
 }
 
+fn unknown_action_is_an_error_in(config: Config) {
+    courier::launch(config, |rt| async move {
+        let err = rt.call(rt.locality(1), Unregistered, ()).await.unwrap_err();
+        assert!(err.is_unknown_action(), "{err}");
+        assert!(err.to_string().contains("same binary"), "{err}");
+        assert_eq!(rt.call(rt.locality(1), double, (2,)).await?, 4);
+        Ok(())
+    })
+    .unwrap();
+}
+
 #[test]
 fn unknown_action_is_an_error() {
-    courier::launch(
-        common::tcp("unknown_action_is_an_error", 2),
-        |rt| async move {
-            let err = rt.call(rt.locality(1), Unregistered, ()).await.unwrap_err();
-            assert!(err.is_unknown_action(), "{err}");
-            assert!(err.to_string().contains("same binary"), "{err}");
-            assert_eq!(rt.call(rt.locality(1), double, (2,)).await?, 4);
-            Ok(())
-        },
-    )
-    .unwrap();
+    unknown_action_is_an_error_in(common::tcp("unknown_action_is_an_error", 2));
+}
+
+#[test]
+#[ignore = "an MPI case: run by under_mpirun"]
+fn mpi_unknown_action_is_an_error() {
+    unknown_action_is_an_error_in(common::mpi());
 }
 
 #[test]

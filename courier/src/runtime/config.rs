@@ -47,6 +47,10 @@ pub enum Transport {
     /// All localities are thread pools of this one process; frames are still
     /// encoded and decoded, as over a network. For tests and debugging.
     Inproc,
+    /// Each locality is a rank of an MPI job started by `mpirun` or `srun`
+    /// (needs the `mpi` feature). Chosen by itself when the process finds
+    /// it was started by an MPI launcher and no transport was set.
+    Mpi,
 }
 
 impl FromStr for Transport {
@@ -56,8 +60,9 @@ impl FromStr for Transport {
         match s {
             "tcp" => Ok(Transport::Tcp),
             "inproc" => Ok(Transport::Inproc),
+            "mpi" => Ok(Transport::Mpi),
             other => Err(Error::Config(format!(
-                "unknown transport `{other}`: expected `tcp` or `inproc`"
+                "unknown transport `{other}`: expected `tcp`, `inproc` or `mpi`"
             ))),
         }
     }
@@ -81,6 +86,9 @@ pub struct Config {
     pub(crate) localities: u32,
     pub(crate) localities_explicit: bool,
     pub(crate) transport: Transport,
+    /// Whether the transport was chosen (environment or builder), so that
+    /// a process started by `mpirun` does not switch to MPI behind it.
+    pub(crate) transport_explicit: bool,
     pub(crate) workers: Option<usize>,
     pub(crate) listen: IpAddr,
     pub(crate) max_frame_bytes: usize,
@@ -124,6 +132,7 @@ impl Config {
             localities: localities.unwrap_or(1),
             localities_explicit: false,
             transport: env_value("COURIER_TRANSPORT", &mut errors).unwrap_or_default(),
+            transport_explicit: std::env::var_os("COURIER_TRANSPORT").is_some(),
             workers: env_value("COURIER_WORKERS", &mut errors),
             listen: env_value("COURIER_LISTEN", &mut errors)
                 .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
@@ -153,6 +162,7 @@ impl Config {
     /// Sets the transport.
     pub fn transport(mut self, transport: Transport) -> Self {
         self.transport = transport;
+        self.transport_explicit = true;
         self
     }
 
@@ -285,9 +295,14 @@ impl Config {
         self.localities
     }
 
-    /// The configured transport.
+    /// The transport the job will use: the configured one, or MPI when an
+    /// MPI launcher started this process and no transport was set.
     pub fn transport_kind(&self) -> Transport {
-        self.transport
+        if !self.transport_explicit && super::mpi_job::launched_by_mpi() {
+            Transport::Mpi
+        } else {
+            self.transport
+        }
     }
 
     pub(crate) fn validate(&self) -> Result<(), Error> {

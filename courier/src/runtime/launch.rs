@@ -25,6 +25,8 @@ use std::time::Duration;
 use super::bootstrap::{self, Secret};
 use super::job::{Children, JobEnv};
 use super::locality::{Locality, report};
+#[cfg(feature = "mpi")]
+use super::mpi_job;
 use super::termination::{shut_down_peers, wait_for_quiescence};
 use super::{BoxError, Config, Error, LocalityId, Runtime, Transport, panic_message};
 use crate::action::registry;
@@ -78,6 +80,16 @@ where
         }
         std::process::exit(0);
     }
+    if job.is_none() && config.transport_kind() == Transport::Mpi {
+        #[cfg(feature = "mpi")]
+        return mpi_job::join_mpi(&config, main);
+        #[cfg(not(feature = "mpi"))]
+        return Err(Error::Config(
+            "this process was started by an MPI launcher (or asked for --transport mpi), but the \
+             program was built without Courier's `mpi` feature: rebuild with `--features courier/mpi`"
+                .into(),
+        ));
+    }
     match (config.transport, job) {
         (Transport::Inproc, Some(_)) => Err(Error::Config(
             "COURIER_RANK is set (a launcher started this process) but the transport is inproc"
@@ -87,6 +99,7 @@ where
         (Transport::Tcp, None) if config.localities == 1 => run_threads(&config, main),
         (Transport::Tcp, None) => self_launch(&config, main),
         (Transport::Tcp, Some(job)) => join(&config, &job, main),
+        (Transport::Mpi, _) => unreachable!("handled above"),
     }
 }
 
@@ -127,7 +140,11 @@ fn stop_all(localities: &[Arc<Locality>]) {
 
 /// Runs `main` on the root locality, waits for the job to go idle and stops
 /// the other localities. Leaves the root's own scheduler running.
-fn run_root<T, F, Fut>(config: &Config, root: &Arc<Locality>, main: F) -> Result<T, Error>
+pub(super) fn run_root<T, F, Fut>(
+    config: &Config,
+    root: &Arc<Locality>,
+    main: F,
+) -> Result<T, Error>
 where
     F: FnOnce(Runtime) -> Fut,
     Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
@@ -289,19 +306,19 @@ where
         locality.stop();
         return result;
     }
-    serve_until_shutdown(&locality)
+    std::process::exit(serve_until_shutdown(&locality))
 }
 
-/// Serves a non-root locality until the root stops the job, then exits the
-/// process.
-fn serve_until_shutdown(locality: &Arc<Locality>) -> ! {
+/// Serves a non-root locality until the root stops the job; returns the
+/// status the process should exit with.
+pub(super) fn serve_until_shutdown(locality: &Arc<Locality>) -> i32 {
     let mut control = locality.control.lock();
     loop {
         // Losing another locality fails the calls that involve it; the root,
         // connected to every locality, sees the loss too and ends the job.
         if let Some((_, why)) = control.lost.iter().find(|(l, _)| *l == LocalityId::ROOT) {
             report!(locality.here, "stopping: lost the root locality: {why}");
-            std::process::exit(1);
+            return 1;
         }
         if control.shutdown_requested {
             break;
@@ -317,7 +334,7 @@ fn serve_until_shutdown(locality: &Arc<Locality>) -> ! {
         );
     }
     locality.stop();
-    std::process::exit(0);
+    0
 }
 
 fn bind(config: &Config) -> Result<TcpListener, Error> {

@@ -4,6 +4,7 @@
 //! - `launch`: starting a job (threads, self-launched processes, or joining
 //!   a launcher's job), running main, and shutting down.
 //! - `bootstrap`: the rendezvous where localities exchange addresses.
+//! - `mpi_job`: joining an MPI job (`mpirun`, `srun`; the `mpi` feature).
 //! - `locality`: one locality's shared state: scheduler, transport, pending
 //!   calls, and what it does with received frames.
 //! - `termination`: detecting that the whole job is idle, then stopping it.
@@ -16,6 +17,7 @@ pub(crate) mod job;
 mod launch;
 mod locality;
 mod locality_id;
+mod mpi_job;
 mod termination;
 
 pub use config::{Config, DEFAULT_MAX_FRAME_BYTES, RuntimeArgs, Transport};

@@ -163,11 +163,11 @@ impl WorkerLoop<'_> {
                 continue;
             }
             let idle_start = self.clock.raw();
-            let mut work_ns = 0;
-            if !self.spin() {
+            let (found, mut work_ns) = self.spin();
+            if !found {
                 self.publish();
                 let sched = self.sched;
-                work_ns = sched.sleep.park(sched.background(), || {
+                work_ns += sched.sleep.park(sched.background(), || {
                     sched.has_work() || sched.is_shut_down()
                 });
             }
@@ -178,16 +178,25 @@ impl WorkerLoop<'_> {
         }
     }
 
-    /// Spins a little while; returns whether work showed up.
-    fn spin(&self) -> bool {
+    /// Spins a little while, polling the background work each round (a
+    /// frame that arrives now is handled without a park and a wake-up);
+    /// returns whether work showed up, and the ns of background work done.
+    fn spin(&self) -> (bool, u64) {
         let backoff = Backoff::new();
         for _ in 0..SPIN_ROUNDS {
             backoff.snooze();
             if self.sched.has_work() || self.sched.is_shut_down() {
-                return true;
+                return (true, 0);
+            }
+            let start = self.clock.raw();
+            let did = self.sched.background().poll();
+            // Sends made by the background work are part of its time.
+            NETWORK_NS.with(Cell::take);
+            if did {
+                return (true, self.clock.delta_as_nanos(start, self.clock.raw()));
             }
         }
-        false
+        (false, 0)
     }
 
     /// Runs the background work once. Time spent counts as background time

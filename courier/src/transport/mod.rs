@@ -8,8 +8,11 @@
 //!
 //! - [`inproc`]: localities are thread pools of one process.
 //! - [`tcp`]: localities are processes connected by TCP sockets.
+//! - `mpi` (feature `mpi`): localities are the ranks of an MPI job.
 
 pub(crate) mod inproc;
+#[cfg(feature = "mpi")]
+pub(crate) mod mpi;
 pub(crate) mod tcp;
 
 use std::time::Duration;

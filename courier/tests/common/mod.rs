@@ -6,6 +6,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+use std::process::Command;
+
 use courier::{Config, Transport};
 
 /// A TCP job of `n` processes for the test function `name`.
@@ -52,4 +54,58 @@ pub fn checksum(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
     })
+}
+
+/// The configuration of a test case run under `mpirun` (see [`mpirun`]):
+/// the MPI transport, which a process started by `mpirun` picks by itself.
+pub fn mpi() -> Config {
+    assert!(
+        ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some()),
+        "an MPI case runs under mpirun; `cargo test --features courier/mpi` starts it"
+    );
+    Config::new()
+}
+
+/// Runs each of `cases` (ignored tests of this test binary) under
+/// `mpirun -np N` for every N of `sizes`, and checks that it passed. Where
+/// `mpirun` is missing the cases are skipped with a message, except in CI.
+pub fn mpirun(cases: &[&str], sizes: &[u32]) {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    for &n in sizes {
+        for case in cases {
+            let output = Command::new("mpirun")
+                .arg("-np")
+                .arg(n.to_string())
+                // Open MPI: allow root (CI containers) and more ranks than cores.
+                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+                .arg(&exe)
+                .args([
+                    "--ignored",
+                    "--exact",
+                    case,
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .output();
+            let output = match output {
+                Ok(output) => output,
+                Err(e) if std::env::var_os("CI").is_none() => {
+                    eprintln!("mpirun not found ({e}): skipping the MPI cases");
+                    return;
+                }
+                Err(e) => panic!("CI must have mpirun: {e}"),
+            };
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(
+                output.status.success() && stdout.contains("test result: ok. 1 passed"),
+                "{case} under mpirun -np {n} failed ({}):\n{stdout}\n{stderr}",
+                output.status
+            );
+        }
+    }
 }
