@@ -1,6 +1,8 @@
 //! Joining an MPI job: under `mpirun` or `srun`, a process takes its
 //! locality id and the number of localities from `MPI_COMM_WORLD` and uses
-//! the MPI transport. Only with the `mpi` feature; without it, a process
+//! the MPI transport. `COURIER_MPI_PROGRESS=funneled` makes one thread do
+//! every MPI call even when MPI allows more (it is what an MPI granting only
+//! `MPI_THREAD_FUNNELED` gets; the tests use it to cover that path). Only with the `mpi` feature; without it, a process
 //! that finds itself started by an MPI launcher says so instead of
 //! starting a job of its own on every rank.
 
@@ -30,59 +32,41 @@ where
     Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
     T: Send + 'static,
 {
-    use mpi::Threading;
-    use mpi::collective::CommunicatorCollectives;
-    use mpi::topology::Communicator;
-
     use super::launch::{run_root, serve_until_shutdown};
     use super::locality::Locality;
     use crate::action::registry;
-    use crate::transport::mpi::Mpi;
+    use crate::transport::mpi::{Mpi, MpiProcess};
 
-    let Some((universe, threading)) = mpi::initialize_with_threading(Threading::Multiple) else {
-        return Err(Error::startup(
-            "MPI is already initialized in this process: under MPI, launch runs once per process",
-        ));
-    };
-    if threading < Threading::Serialized {
-        return Err(Error::startup(format!(
-            "MPI granted only {threading:?} thread support; Courier's workers call MPI under a lock \
-             and need MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE (use an MPI library built with \
-             thread support)"
-        )));
-    }
-    let world = universe.world();
-    let (rank, size) = (world.rank() as u32, world.size() as u32);
+    let funneled = std::env::var("COURIER_MPI_PROGRESS").is_ok_and(|v| v == "funneled");
+    let fingerprint = registry().fingerprint();
+    let (process, startup) = MpiProcess::start(fingerprint, funneled).map_err(Error::startup)?;
+    let (rank, size) = (startup.rank, startup.size);
     if config.localities_explicit && config.localities != size {
         return Err(Error::Config(format!(
             "the program asks for {} localities but the MPI launcher started {size} ranks",
             config.localities
         )));
     }
-    let fingerprint = registry().fingerprint();
-    let mut all = vec![0u64; size as usize];
-    world.all_gather_into(&fingerprint, &mut all[..]);
-    if let Some(other) = all.iter().position(|&f| f != fingerprint) {
+    if let Some(other) = startup.fingerprints.iter().position(|&f| f != fingerprint) {
         return Err(Error::startup(format!(
             "rank {other} runs a different binary (its actions differ from rank {rank}'s): \
              build once and run the same executable on every rank"
         )));
     }
-    let local = world.split_shared(rank as i32).size() as u32;
     let here = LocalityId::new(rank);
-    let transport = Mpi::new(world, config.max_frame_bytes);
-    let workers = config.workers_for(local);
+    let transport = Mpi::new(rank, size, startup.progress, config.max_frame_bytes);
+    let workers = config.workers_for(startup.local);
     let locality = Locality::start(here, size, workers, Box::new(transport), config)
         .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))?;
     if rank == 0 {
         let result = run_root(config, &locality, main);
         locality.stop();
         drop(locality);
-        drop(universe); // MPI_Finalize, after every worker stopped calling MPI
+        process.finish(); // MPI_Finalize, after every worker stopped calling MPI
         return result;
     }
     let code = serve_until_shutdown(&locality);
     drop(locality);
-    drop(universe);
+    process.finish();
     std::process::exit(code)
 }

@@ -69,43 +69,56 @@ pub fn mpi() -> Config {
 }
 
 /// Runs each of `cases` (ignored tests of this test binary) under
-/// `mpirun -np N` for every N of `sizes`, and checks that it passed. Where
-/// `mpirun` is missing the cases are skipped with a message, except in CI.
+/// `mpirun -np N` for every N of `sizes`, with the workers driving MPI and
+/// again with funneled progress (one MPI thread), and checks that it
+/// passed. Where `mpirun` is missing the cases are skipped with a message,
+/// except in CI.
 pub fn mpirun(cases: &[&str], sizes: &[u32]) {
     let exe = std::env::current_exe().expect("the test binary's path");
-    for &n in sizes {
-        for case in cases {
-            let output = Command::new("mpirun")
-                .arg("-np")
-                .arg(n.to_string())
-                // Open MPI: allow root (CI containers) and more ranks than cores.
-                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-                .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-                .arg(&exe)
-                .args([
-                    "--ignored",
-                    "--exact",
-                    case,
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .output();
-            let output = match output {
-                Ok(output) => output,
-                Err(e) if std::env::var_os("CI").is_none() => {
-                    eprintln!("mpirun not found ({e}): skipping the MPI cases");
+    for progress in ["workers", "funneled"] {
+        for &n in sizes {
+            for case in cases {
+                if !mpirun_case(&exe, case, n, progress) {
                     return;
                 }
-                Err(e) => panic!("CI must have mpirun: {e}"),
-            };
-            let stdout = String::from_utf8_lossy(&output.stdout);
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            assert!(
-                output.status.success() && stdout.contains("test result: ok. 1 passed"),
-                "{case} under mpirun -np {n} failed ({}):\n{stdout}\n{stderr}",
-                output.status
-            );
+            }
         }
     }
+}
+
+/// Runs one case; false when `mpirun` is missing (outside CI).
+fn mpirun_case(exe: &std::path::Path, case: &str, n: u32, progress: &str) -> bool {
+    let output = Command::new("mpirun")
+        .arg("-np")
+        .arg(n.to_string())
+        // Open MPI: allow root (CI containers) and more ranks than cores.
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("COURIER_MPI_PROGRESS", progress)
+        .arg(exe)
+        .args([
+            "--ignored",
+            "--exact",
+            case,
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output();
+    let output = match output {
+        Ok(output) => output,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("mpirun not found ({e}): skipping the MPI cases");
+            return false;
+        }
+        Err(e) => panic!("CI must have mpirun: {e}"),
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "{case} under mpirun -np {n} ({progress} progress) failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    true
 }
