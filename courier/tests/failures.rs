@@ -310,4 +310,14 @@ fn bad_configuration_is_a_clear_error() {
             .to_string()
             .contains("udp")
     );
+    assert_eq!("mpi".parse::<Transport>().unwrap(), Transport::Mpi);
+    #[cfg(not(feature = "mpi"))]
+    {
+        let config = Config::new().localities(2).transport(Transport::Mpi);
+        let err = courier::launch(config, |_rt| async { Ok(()) }).unwrap_err();
+        assert!(
+            err.to_string().contains("without Courier's `mpi` feature"),
+            "{err}"
+        );
+    }
 }

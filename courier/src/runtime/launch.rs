@@ -80,26 +80,28 @@ where
         }
         std::process::exit(0);
     }
-    if job.is_none() && config.transport_kind() == Transport::Mpi {
-        #[cfg(feature = "mpi")]
-        return mpi_job::join_mpi(&config, main);
-        #[cfg(not(feature = "mpi"))]
-        return Err(Error::Config(
-            "this process was started by an MPI launcher (or asked for --transport mpi), but the \
-             program was built without Courier's `mpi` feature: rebuild with `--features courier/mpi`"
-                .into(),
-        ));
-    }
-    match (config.transport, job) {
-        (Transport::Inproc, Some(_)) => Err(Error::Config(
-            "COURIER_RANK is set (a launcher started this process) but the transport is inproc"
-                .into(),
-        )),
+    // A launcher's job (COURIER_RANK) is TCP unless MPI was asked for.
+    let transport = if job.is_some() && !config.transport_explicit {
+        config.transport
+    } else {
+        config.transport_kind()
+    };
+    match (transport, job) {
+        (Transport::Inproc | Transport::Mpi, Some(_)) => Err(Error::Config(format!(
+            "COURIER_RANK is set (a launcher started this process) but the transport is {transport:?}"
+        ))),
         (Transport::Inproc, None) => run_threads(&config, main),
         (Transport::Tcp, None) if config.localities == 1 => run_threads(&config, main),
         (Transport::Tcp, None) => self_launch(&config, main),
         (Transport::Tcp, Some(job)) => join(&config, &job, main),
-        (Transport::Mpi, _) => unreachable!("handled above"),
+        #[cfg(feature = "mpi")]
+        (Transport::Mpi, None) => mpi_job::join_mpi(&config, main),
+        #[cfg(not(feature = "mpi"))]
+        (Transport::Mpi, None) => Err(Error::Config(
+            "this process was started by an MPI launcher (or asked for --transport mpi), but the \
+             program was built without Courier's `mpi` feature: rebuild with `--features courier/mpi`"
+                .into(),
+        )),
     }
 }
 
