@@ -374,6 +374,16 @@ fn metrics_endpoint_serves_prometheus_text() {
             })
             .unwrap();
         assert!(sent.parse::<f64>().unwrap() >= 50.0, "{sent}");
+        // Per action, with an `action` label: exactly the 50 calls of `take`.
+        let take_sent = body
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(
+                    "courier_parcels_count_sent_total{locality=\"0\",instance=\"total\",action=\"counters::take\"} ",
+                )
+            })
+            .unwrap_or_else(|| panic!("no per-action series in {body}"));
+        assert_eq!(take_sent.parse::<f64>().unwrap(), 50.0);
         assert!(body.contains("instance=\"worker-thread#1\""), "{body}");
         assert!(samples > 40, "{body}");
         promtool_check(&body);

@@ -30,6 +30,16 @@ use crate::Runtime;
 /// The counters every scrape evaluates.
 const SCRAPED: [&str; 2] = ["/*{locality#*/total}/*", "/*{locality#*/worker-thread#*}/*"];
 
+/// The counters scraped once per action, with an `action` label.
+const PER_ACTION: [&str; 6] = [
+    "/parcels{locality#*/total}/count/*",
+    "/data{locality#*/total}/count/*",
+    "/coalescing{locality#*/total}/count/*",
+    "/coalescing{locality#*/total}/time/average-parcel-arrival",
+    "/coalescing{locality#*/total}/time/parcel-arrival-histogram",
+    "/coalescing{locality#*/total}/parameter/*",
+];
+
 /// An HTTP server of `/metrics`, started by [`Runtime::serve_metrics`].
 /// Stops when dropped.
 #[derive(Debug)]
@@ -89,8 +99,16 @@ impl Runtime {
     pub fn serve_metrics(&self, addr: SocketAddr) -> std::io::Result<MetricsServer> {
         let listener = TcpListener::bind(addr)?;
         let addr = listener.local_addr()?;
+        let mut names: Vec<String> = SCRAPED.iter().map(|s| (*s).to_owned()).collect();
+        for entry in crate::action::registry().entries() {
+            names.extend(
+                PER_ACTION
+                    .iter()
+                    .map(|pattern| format!("{pattern}@{}", entry.name())),
+            );
+        }
         let set = self
-            .counters(SCRAPED)
+            .counters(names)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
@@ -188,11 +206,15 @@ fn metric(value: &CounterValue) -> Option<(String, String, f64)> {
         Instance::Total => "total".to_owned(),
         other => other.to_string(),
     };
-    Some((
-        metric,
-        format!("locality=\"{locality}\",instance=\"{instance}\""),
-        v,
-    ))
+    let mut labels = format!("locality=\"{locality}\",instance=\"{instance}\"");
+    if let Some(action) = name.parameters.as_deref().filter(|p| !p.contains(',')) {
+        let _ = write!(
+            labels,
+            ",action=\"{}\"",
+            action.replace('\\', "\\\\").replace('"', "\\\"")
+        );
+    }
+    Some((metric, labels, v))
 }
 
 /// Renders values in the text exposition format, one family per metric
