@@ -45,6 +45,7 @@ fn random_setting(rng: &mut Rng) -> Coalescing {
             num_parcels: 1 + rng.below(64) as u32,
             interval_us: rng.below(2000),
             max_bytes: 256 + rng.below(100_000) as usize,
+            dimensions: 1 + rng.below(2) as u8,
         }),
         _ => {
             let threshold = 0.1 + rng.below(80) as f64 / 100.0;
@@ -53,6 +54,7 @@ fn random_setting(rng: &mut Rng) -> Coalescing {
                 threshold,
                 cutoff: (1.0 - threshold) * rng.below(101) as f64 / 100.0,
                 timeout_us: rng.below(2000),
+                dimensions: 1 + rng.below(2) as u8,
             })
         }
     }
@@ -231,6 +233,7 @@ fn a_parcel_above_the_cutoff_goes_out_with_the_buffer() {
             threshold: 0.5,
             cutoff: 0.25,
             timeout_us: 60_000_000,
+            dimensions: 1,
         };
         rt.set_coalescing(record, Coalescing::Bytes(policy))?;
         let other = rt.locality(1);
@@ -403,6 +406,7 @@ fn buffers_never_build_frames_above_the_receivers_limit() {
             num_parcels: 1000,
             interval_us: 1_000_000,
             max_bytes: 1 << 20,
+            dimensions: 1,
         };
         rt.set_coalescing(record, Coalescing::Count(policy))?;
         let other = rt.locality(1);
@@ -445,4 +449,58 @@ fn buffers_never_build_frames_above_the_receivers_limit() {
         .filter(|r| r.0 == 77)
         .count();
     assert_eq!(delivered, 198);
+}
+
+/// Calls `record` `per_pair` times on every other locality.
+#[courier::action]
+async fn call_everyone(run: u64, per_pair: u64) -> u64 {
+    let rt = courier::current();
+    let here = rt.here().get();
+    let mut pending: Pending = Vec::new();
+    for dest in rt.localities().filter(|&l| l != rt.here()) {
+        for k in 0..per_pair {
+            let seq = u64::from(dest.get()) * per_pair + k;
+            let payload = vec![seq as u8; (seq % 100) as usize];
+            let sum = checksum(&payload);
+            pending.push((
+                rt.call(dest, record, (run, here, seq, ByteBuf::from(payload))),
+                seq,
+                sum,
+            ));
+        }
+    }
+    let n = pending.len() as u64;
+    check(&mut pending).await;
+    n
+}
+
+#[test]
+fn a_2d_grid_forwards_calls_through_one_intermediate_and_loses_none() {
+    const PER_PAIR: u64 = 50;
+    courier::launch(common::inproc(9), |rt| async move {
+        let grid: Coalescing = "count:num_parcels=16,interval_us=500,dimensions=2".parse()?;
+        rt.set_coalescing_everywhere(record, grid).await?;
+        let calls: Vec<_> = rt
+            .localities()
+            .map(|l| rt.call(l, call_everyone, (11, PER_PAIR)))
+            .collect();
+        for call in calls {
+            assert_eq!(call.await?, 8 * PER_PAIR);
+        }
+        let mut seen: BTreeMap<(u32, u64), u32> = BTreeMap::new();
+        let mut forwarded = 0.0;
+        for l in rt.localities() {
+            for key in rt.call(l, recorded, (11,)).await? {
+                *seen.entry(key).or_default() += 1;
+            }
+            forwarded += counter(&rt, l.get(), "count/forwarded@record").await;
+        }
+        assert_eq!(seen.len() as u64, 9 * 8 * PER_PAIR, "lost calls");
+        assert!(seen.values().all(|&c| c == 1), "duplicated calls");
+        // In a 3x3 grid each locality shares neither row nor column with 4
+        // others: exactly those calls take an intermediate.
+        assert_eq!(forwarded, (9 * 4 * PER_PAIR) as f64);
+        Ok(())
+    })
+    .unwrap();
 }

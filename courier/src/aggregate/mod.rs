@@ -26,9 +26,10 @@ mod api;
 mod buffer;
 mod policy;
 mod timer;
+mod topology;
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -50,6 +51,10 @@ struct Lane {
     /// Whether any destination of this action has coalescing on: the one
     /// load an uncoalesced action pays.
     active: AtomicBool,
+    /// Whether any setting of this action routes through a 2D grid.
+    routed: AtomicBool,
+    /// Calls of this action this locality forwarded for others.
+    forwarded: AtomicU64,
     /// The setting of destinations without one of their own.
     default: Mutex<Coalescing>,
     buffers: Box<[OnceLock<Box<Mutex<Buffer>>>]>,
@@ -90,6 +95,8 @@ impl Aggregator {
                 };
                 Lane {
                     active: AtomicBool::new(setting.is_on()),
+                    routed: AtomicBool::new(setting.dimensions() > 1),
+                    forwarded: AtomicU64::new(0),
                     default: Mutex::new(setting),
                     buffers: (0..count).map(|_| OnceLock::new()).collect(),
                 }
@@ -270,13 +277,48 @@ impl Aggregator {
             }
             self.flush_buffer(locality, slot, d, Reason::Changed);
         }
-        let any_on = default.is_on()
-            || lane
-                .buffers
+        let settings: Vec<Coalescing> = std::iter::once(*default)
+            .chain(
+                lane.buffers
+                    .iter()
+                    .filter_map(OnceLock::get)
+                    .map(|b| b.lock().setting),
+            )
+            .collect();
+        lane.active
+            .store(settings.iter().any(Coalescing::is_on), Ordering::Relaxed);
+        lane.routed.store(
+            settings.iter().any(|c| c.dimensions() > 1),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Where a call of the action in `slot` for `dest` goes first: `dest`,
+    /// or the intermediate locality of its virtual topology.
+    pub(crate) fn first_hop(&self, slot: usize, dest: LocalityId, count: u32) -> LocalityId {
+        let lane = &self.lanes[slot];
+        if !lane.routed.load(Ordering::Relaxed) {
+            return dest;
+        }
+        let dimensions = self.setting(slot, dest).dimensions();
+        topology::first_hop(self.here, dest, count, dimensions)
+    }
+
+    /// Counts a call of the action in `slot` forwarded for another locality.
+    pub(crate) fn count_forwarded(&self, slot: usize) {
+        self.lanes[slot].forwarded.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Calls of the action in `slot` (or of every action) forwarded.
+    pub(crate) fn forwarded(&self, slot: Option<usize>) -> u64 {
+        match slot {
+            Some(slot) => self.lanes[slot].forwarded.load(Ordering::Relaxed),
+            None => self
+                .lanes
                 .iter()
-                .filter_map(OnceLock::get)
-                .any(|b| b.lock().setting.is_on());
-        lane.active.store(any_on, Ordering::Relaxed);
+                .map(|l| l.forwarded.load(Ordering::Relaxed))
+                .sum(),
+        }
     }
 
     /// The setting of the action in `slot` towards `dest`.

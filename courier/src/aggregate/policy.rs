@@ -24,7 +24,8 @@ use serde::{Deserialize, Serialize};
 /// policy), `count[:key=value,...]`
 /// with keys `num_parcels`, `interval_us`, `max_bytes`, or
 /// `bytes[:key=value,...]` with keys `buffer_bytes`, `threshold`,
-/// `cutoff`, `timeout_us`. Keys left out keep their defaults.
+/// `cutoff`, `timeout_us`; both also take `dimensions` (1 or 2, see
+/// [`Coalescing::dimensions`]). Keys left out keep their defaults.
 ///
 /// # Examples
 ///
@@ -72,14 +73,18 @@ pub struct CountPolicy {
     pub interval_us: u64,
     /// Bytes at which the buffer is flushed whatever its count (a memory bound).
     pub max_bytes: usize,
+    /// Virtual topology: 1 sends straight to the destination, 2 routes
+    /// through a 2D grid (TRAM `numDimensions`; see [`Coalescing::dimensions`]).
+    pub dimensions: u8,
 }
 
 impl CountPolicy {
-    /// 128 parcels, 100 µs, 1 MiB.
+    /// 128 parcels, 100 µs, 1 MiB, direct.
     pub const DEFAULT: CountPolicy = CountPolicy {
         num_parcels: 128,
         interval_us: 100,
         max_bytes: 1 << 20,
+        dimensions: 1,
     };
 }
 
@@ -98,16 +103,20 @@ pub struct BytePolicy {
     pub cutoff: f64,
     /// Longest wait of the first parcel, in microseconds (TRAM `timeout`).
     pub timeout_us: u64,
+    /// Virtual topology: 1 or 2 (TRAM `numDimensions`; see
+    /// [`Coalescing::dimensions`]).
+    pub dimensions: u8,
 }
 
 impl BytePolicy {
-    /// 16 KiB, f_t = 0.9, f_c = 0.1, 100 µs (the example of seed 004 Appendix B
-    /// with a round buffer size).
+    /// 16 KiB, f_t = 0.9, f_c = 0.1, 100 µs, direct (the example of seed 004
+    /// Appendix B with a round buffer size and one dimension).
     pub const DEFAULT: BytePolicy = BytePolicy {
         buffer_bytes: 16 << 10,
         threshold: 0.9,
         cutoff: 0.1,
         timeout_us: 100,
+        dimensions: 1,
     };
 }
 
@@ -115,6 +124,12 @@ impl Coalescing {
     /// Checks the parameters: at least one parcel per message, a buffer of
     /// at least 64 bytes, fractions in range with f_t + f_c ≤ 1.
     pub fn validate(&self) -> Result<(), String> {
+        if !(1..=2).contains(&self.dimensions()) {
+            return Err(format!(
+                "dimensions must be 1 (direct) or 2 (2D grid), not {}",
+                self.dimensions()
+            ));
+        }
         match *self {
             Coalescing::Off => Ok(()),
             Coalescing::Count(p) => {
@@ -150,6 +165,21 @@ impl Coalescing {
         }
     }
 
+    /// The virtual topology calls travel through (seed 004 §2.1): 1, each
+    /// call goes straight to its destination; 2, the localities form a grid
+    /// of ⌈√N⌉ columns and a call to a locality in another row and column
+    /// goes first to the locality in the caller's row and the destination's
+    /// column, which forwards it (coalesced with its own parcels, without
+    /// decoding the arguments). A locality then aggregates towards
+    /// O(√N) neighbours instead of N. Responses always go straight back.
+    pub fn dimensions(&self) -> u8 {
+        match self {
+            Coalescing::Off => 1,
+            Coalescing::Count(p) => p.dimensions,
+            Coalescing::Bytes(p) => p.dimensions,
+        }
+    }
+
     /// Whether parcels are buffered at all.
     pub fn is_on(&self) -> bool {
         !matches!(self, Coalescing::Off)
@@ -168,18 +198,22 @@ impl Coalescing {
 impl fmt::Display for Coalescing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Coalescing::Off => write!(f, "off"),
+            Coalescing::Off => return write!(f, "off"),
             Coalescing::Count(p) => write!(
                 f,
                 "count:num_parcels={},interval_us={},max_bytes={}",
                 p.num_parcels, p.interval_us, p.max_bytes
-            ),
+            )?,
             Coalescing::Bytes(p) => write!(
                 f,
                 "bytes:buffer_bytes={},threshold={},cutoff={},timeout_us={}",
                 p.buffer_bytes, p.threshold, p.cutoff, p.timeout_us
-            ),
+            )?,
         }
+        if self.dimensions() != 1 {
+            write!(f, ",dimensions={}", self.dimensions())?;
+        }
+        Ok(())
     }
 }
 
@@ -213,9 +247,10 @@ impl FromStr for Coalescing {
                         ("num_parcels", v) => p.num_parcels = num("num_parcels", v)?,
                         ("interval_us", v) => p.interval_us = num("interval_us", v)?,
                         ("max_bytes", v) => p.max_bytes = num("max_bytes", v)?,
+                        ("dimensions", v) => p.dimensions = num("dimensions", v)?,
                         (k, _) => {
                             return Err(format!(
-                                "count takes num_parcels, interval_us, max_bytes; not `{k}`"
+                                "count takes num_parcels, interval_us, max_bytes, dimensions; not `{k}`"
                             ));
                         }
                     }
@@ -230,9 +265,10 @@ impl FromStr for Coalescing {
                         ("threshold", v) => p.threshold = num("threshold", v)?,
                         ("cutoff", v) => p.cutoff = num("cutoff", v)?,
                         ("timeout_us", v) => p.timeout_us = num("timeout_us", v)?,
+                        ("dimensions", v) => p.dimensions = num("dimensions", v)?,
                         (k, _) => {
                             return Err(format!(
-                                "bytes takes buffer_bytes, threshold, cutoff, timeout_us; not `{k}`"
+                                "bytes takes buffer_bytes, threshold, cutoff, timeout_us, dimensions; not `{k}`"
                             ));
                         }
                     }
@@ -241,7 +277,7 @@ impl FromStr for Coalescing {
             }
             _ => {
                 return Err(format!(
-                    "`{s}`: expected off, on, count[:num_parcels=N,interval_us=N,max_bytes=N] or bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N]"
+                    "`{s}`: expected off, on, count[:num_parcels=N,interval_us=N,max_bytes=N,dimensions=1|2] or bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N,dimensions=1|2]"
                 ));
             }
         };
@@ -367,6 +403,7 @@ mod tests {
             num_parcels: 4,
             interval_us: 100,
             max_bytes: 1000,
+            dimensions: 1,
         };
         // The very first parcel, and one long after the previous: sent at once.
         assert_eq!(p.after_push(filled(1, 20, 20, None)), Some(Reason::Bypass));
@@ -397,6 +434,7 @@ mod tests {
             threshold: 0.8,
             cutoff: 0.2,
             timeout_us: 10,
+            dimensions: 1,
         };
         assert_eq!(p.after_push(filled(1, 100, 100, None)), None);
         assert_eq!(p.after_push(filled(8, 800, 100, Some(1))), None);
@@ -417,6 +455,7 @@ mod tests {
             "off",
             "count:num_parcels=7,interval_us=3,max_bytes=999",
             "bytes:buffer_bytes=4096,threshold=0.5,cutoff=0.5,timeout_us=20",
+            "count:num_parcels=7,interval_us=3,max_bytes=999,dimensions=2",
         ] {
             let c: Coalescing = s.parse().unwrap();
             assert_eq!(c.to_string(), s);
@@ -432,5 +471,6 @@ mod tests {
         assert!(err("bytes:buffer_bytes=10").contains("at least 64"));
         assert!(err("sometimes").contains("expected off, on, count"));
         assert!(err("count:7").contains("key=value"));
+        assert!(err("count:dimensions=3").contains("1 (direct) or 2"));
     }
 }

@@ -434,6 +434,20 @@ pub(crate) static TYPES: &[CounterType] = &[
         Timer,
         "flushes by the flush timer (interval_us or timeout_us elapsed)"
     ),
+    CounterType {
+        name: "/coalescing/count/forwarded",
+        unit: "",
+        help: "calls this locality forwarded for others (a hop of a 2D grid, dimensions=2)",
+        instances: Instances::Locality,
+        parameters: Parameters::Action,
+        sample: |s, i, params| {
+            if i != Instance::Total {
+                return Err(format!("no instance {i}"));
+            }
+            let slot = params.map(action_slot).transpose()?;
+            Ok(Raw::Count(s.locality.aggregator.forwarded(slot)))
+        },
+    },
     coalescing_counter!(
         "/coalescing/count/messages",
         "",

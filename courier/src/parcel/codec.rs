@@ -9,6 +9,7 @@
 //! kind 1   : control message (postcard)
 //! parcel   = 0 action(u64) reply_to len(u32) args[len]              -- a call
 //!          | 1 request(u64) status(u8) len(u32) bytes[len]          -- a response
+//!          | 2 dest(u32) action(u64) len(u32) call[len]             -- a call to forward
 //! reply_to = 0                                                      -- nobody
 //!          | 1 caller                                               -- the caller
 //!          | 2 locality(u32) action(u64) (0 | 1 caller)             -- a continuation
@@ -39,6 +40,7 @@ const KIND_PARCELS: u8 = 0;
 const KIND_CONTROL: u8 = 1;
 const PARCEL_CALL: u8 = 0;
 const PARCEL_RESPONSE: u8 = 1;
+const PARCEL_ROUTED: u8 = 2;
 const REPLY_NOBODY: u8 = 0;
 const REPLY_CALLER: u8 = 1;
 const REPLY_CONTINUE: u8 = 2;
@@ -81,6 +83,13 @@ pub(crate) enum Parcel {
     Response {
         request: u64,
         result: Result<Vec<u8>, RemoteError>,
+    },
+    /// A call of `action` for `dest`, encoded as a call parcel, that the
+    /// receiver forwards (a hop of a virtual topology).
+    Routed {
+        dest: LocalityId,
+        action: ActionId,
+        call: Vec<u8>,
     },
 }
 
@@ -238,6 +247,38 @@ impl FrameBuilder {
         self.buf.extend_from_slice(&action.to_bits().to_le_bytes());
         encode_reply(&mut self.buf, reply);
         self.push_bytes(args);
+        self.count += 1;
+    }
+
+    /// Appends a call for `dest` that the receiver forwards.
+    pub(crate) fn push_routed_call<T: Serialize + ?Sized>(
+        &mut self,
+        dest: LocalityId,
+        action: ActionId,
+        reply: ReplyTo,
+        args: &T,
+    ) -> Result<(), postcard::Error> {
+        let mark = self.mark();
+        self.buf.push(PARCEL_ROUTED);
+        self.buf.extend_from_slice(&dest.get().to_le_bytes());
+        self.buf.extend_from_slice(&action.to_bits().to_le_bytes());
+        let len_at = self.buf.len();
+        self.buf.extend_from_slice(&[0; 4]);
+        let result = self.push_call(action, reply, args);
+        if result.is_err() {
+            self.buf.truncate(mark.len);
+            return result;
+        }
+        let len = u32::try_from(self.buf.len() - len_at - 4)
+            .map_err(|_| postcard::Error::SerializeBufferFull)?;
+        self.buf[len_at..len_at + 4].copy_from_slice(&len.to_le_bytes());
+        Ok(())
+    }
+
+    /// Appends a parcel already encoded (a forwarded call).
+    pub(crate) fn push_encoded_parcel(&mut self, parcel: &[u8]) {
+        self.buf.extend_from_slice(parcel);
+        self.payload += parcel.len() as u64;
         self.count += 1;
     }
 
@@ -444,8 +485,31 @@ pub(crate) fn decode_frame(bytes: &[u8]) -> Result<(LocalityId, FrameBody), Deco
     Ok((source, FrameBody::Parcels(parcels)))
 }
 
+/// Decodes the call inside a [`Parcel::Routed`].
+pub(crate) fn decode_call(bytes: &[u8]) -> Result<Parcel, DecodeError> {
+    let mut r = Reader { bytes, offset: 0 };
+    if bytes.first() != Some(&PARCEL_CALL) {
+        return Err(DecodeError::Tag {
+            what: "forwarded call",
+            tag: bytes.first().copied().unwrap_or(u8::MAX),
+            offset: 0,
+        });
+    }
+    let call = decode_parcel(&mut r)?;
+    if r.offset != bytes.len() {
+        return Err(DecodeError::Trailing(bytes.len() - r.offset));
+    }
+    Ok(call)
+}
+
 fn decode_parcel(r: &mut Reader<'_>) -> Result<Parcel, DecodeError> {
-    match r.tag("parcel", PARCEL_RESPONSE)? {
+    match r.tag("parcel", PARCEL_ROUTED)? {
+        PARCEL_ROUTED => {
+            let dest = LocalityId::new(r.u32()?);
+            let action = ActionId::from_bits(r.u64()?);
+            let call = r.bytes()?.to_vec();
+            Ok(Parcel::Routed { dest, action, call })
+        }
         PARCEL_CALL => {
             let action = ActionId::from_bits(r.u64()?);
             let reply = match r.tag("reply", REPLY_CONTINUE)? {
@@ -542,7 +606,28 @@ mod tests {
                 ]
             )
                 .prop_map(|(request, result)| Parcel::Response { request, result }),
+            (
+                locality(),
+                any::<u64>(),
+                proptest::collection::vec(any::<u8>(), 0..300)
+            )
+                .prop_map(|(dest, a, call)| Parcel::Routed {
+                    dest,
+                    action: ActionId::from_bits(a),
+                    call,
+                }),
         ]
+    }
+
+    /// Appends a routed parcel with the given (possibly garbage) call bytes.
+    fn push_routed(builder: &mut FrameBuilder, dest: LocalityId, action: ActionId, call: &[u8]) {
+        builder.buf.push(PARCEL_ROUTED);
+        builder.buf.extend_from_slice(&dest.get().to_le_bytes());
+        builder
+            .buf
+            .extend_from_slice(&action.to_bits().to_le_bytes());
+        builder.push_bytes(call);
+        builder.count += 1;
     }
 
     fn encode(source: LocalityId, parcels: &[Parcel]) -> Vec<u8> {
@@ -555,9 +640,59 @@ mod tests {
                     args,
                 } => builder.push_call_bytes(*action, *reply, args),
                 Parcel::Response { request, result } => builder.push_response(*request, result),
+                Parcel::Routed { dest, action, call } => {
+                    push_routed(&mut builder, *dest, *action, call)
+                }
             }
         }
         builder.finish()
+    }
+
+    #[test]
+    fn a_routed_call_carries_a_call_the_next_hop_can_decode() {
+        let mut builder = FrameBuilder::new(LocalityId::new(0));
+        let reply = ReplyTo::Caller(Caller {
+            locality: LocalityId::new(0),
+            request: 9,
+        });
+        let action = ActionId::from_bits(77);
+        builder
+            .push_routed_call(LocalityId::new(8), action, reply, &(5u32, "x"))
+            .unwrap();
+        let frame = builder.finish();
+        let (_, body) = decode_frame(&frame[FRAME_HEADROOM..]).unwrap();
+        let FrameBody::Parcels(parcels) = body else {
+            panic!("not a parcel frame")
+        };
+        let [
+            Parcel::Routed {
+                dest,
+                action: a,
+                call,
+            },
+        ] = &parcels[..]
+        else {
+            panic!("not one routed parcel: {parcels:?}")
+        };
+        assert_eq!((*dest, *a), (LocalityId::new(8), action));
+        let Parcel::Call {
+            action: inner,
+            reply: r,
+            args,
+        } = decode_call(call).unwrap()
+        else {
+            panic!("not a call")
+        };
+        assert_eq!((inner, r), (action, reply));
+        assert_eq!(args, postcard::to_allocvec(&(5u32, "x")).unwrap());
+        // Forwarded as is, it is an ordinary call at the destination.
+        let mut next = FrameBuilder::new(LocalityId::new(2));
+        next.push_encoded_parcel(call);
+        let frame = next.finish();
+        let (_, body) = decode_frame(&frame[FRAME_HEADROOM..]).unwrap();
+        assert!(matches!(body, FrameBody::Parcels(p) if matches!(p[0], Parcel::Call { .. })));
+        assert!(decode_call(&[1, 0, 0]).is_err(), "a response is not a call");
+        assert!(decode_call(&call[..call.len() - 1]).is_err());
     }
 
     proptest! {
@@ -589,6 +724,7 @@ mod tests {
                 match p {
                     Parcel::Call { action, reply, args } => builder.push_call_bytes(*action, *reply, args),
                     Parcel::Response { request, result } => builder.push_response(*request, result),
+                    Parcel::Routed { dest, action, call } => push_routed(&mut builder, *dest, *action, call),
                 }
             }
             if at == parcels.len() {

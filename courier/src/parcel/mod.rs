@@ -23,7 +23,7 @@ mod pending;
 
 pub(crate) use codec::{
     ActivityCounts, Caller, Control, FRAME_HEADROOM, FrameBody, FrameBuilder, FrameMark, Parcel,
-    ReplyTo, WIRE_VERSION, decode_frame, encode_control,
+    ReplyTo, WIRE_VERSION, decode_call, decode_frame, encode_control,
 };
 pub use error::CallError;
 pub(crate) use error::{Failure, RemoteError};

@@ -262,9 +262,15 @@ impl Runtime {
             return Ok(());
         }
         let mut payload = 0;
-        l.send_parcel(dest, A::ID, |frame| {
+        let hop = l.first_hop(A::ID, dest);
+        l.send_parcel(hop, A::ID, |frame| {
             let before = frame.payload_bytes();
-            frame.push_call(A::ID, reply, args).map_err(encode_error)?;
+            if hop == dest {
+                frame.push_call(A::ID, reply, args)
+            } else {
+                frame.push_routed_call(dest, A::ID, reply, args)
+            }
+            .map_err(encode_error)?;
             payload = frame.payload_bytes() - before;
             Ok(())
         })?;

@@ -18,7 +18,7 @@ use crate::aggregate::{Aggregator, Reason};
 use crate::counters::{Perf, Traffic};
 use crate::parcel::{
     ActivityCounts, Caller, Control, FRAME_HEADROOM, Failure, FrameBody, FrameBuilder, Parcel,
-    PendingTable, RemoteError, ReplyTo, decode_frame, encode_control,
+    PendingTable, RemoteError, ReplyTo, decode_call, decode_frame, encode_control,
 };
 use crate::sched::{BackgroundWork, BlockOutcome, Scheduler};
 use crate::sched::{charge_network, clock};
@@ -237,6 +237,32 @@ impl Locality {
         let mut frame = FrameBuilder::new(self.here);
         push(&mut frame)?;
         self.send_parcels(dest, frame)
+    }
+
+    /// Where a call of `action` for `dest` goes first (its virtual topology).
+    pub(crate) fn first_hop(&self, action: ActionId, dest: LocalityId) -> LocalityId {
+        match registry().slot(action) {
+            Some(slot) => self.aggregator.first_hop(slot, dest, self.count),
+            None => dest,
+        }
+    }
+
+    /// Forwards a call for `dest` that came through this locality.
+    fn forward(&self, dest: LocalityId, action: ActionId, call: &[u8]) -> Result<(), String> {
+        if dest.get() >= self.count {
+            return Err(format!(
+                "asked to forward a call to {dest}, not a locality of this job"
+            ));
+        }
+        if let Some(slot) = registry().slot(action) {
+            self.aggregator.count_forwarded(slot);
+        }
+        // A failure means `dest` is lost; its caller learns it from that loss.
+        let _ = self.send_parcel(dest, action, |frame| {
+            frame.push_encoded_parcel(call);
+            Ok(())
+        });
+        Ok(())
     }
 
     /// Sends a control message; failures mean the peer is lost, which is
@@ -473,6 +499,23 @@ impl Sink for Arc<Locality> {
                             reply,
                             args,
                         } => {
+                            payload += args.len() as u64;
+                            received.add_call(action, args.len() as u64);
+                            calls.push((action, reply, args));
+                        }
+                        Parcel::Routed { dest, action, call } if dest != self.here => {
+                            payload += call.len() as u64;
+                            self.forward(dest, action, &call)?;
+                        }
+                        Parcel::Routed { call, .. } => {
+                            let Ok(Parcel::Call {
+                                action,
+                                reply,
+                                args,
+                            }) = decode_call(&call)
+                            else {
+                                return Err(format!("malformed forwarded call from {source}"));
+                            };
                             payload += args.len() as u64;
                             received.add_call(action, args.len() as u64);
                             calls.push((action, reply, args));
