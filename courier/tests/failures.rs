@@ -237,6 +237,39 @@ fn die_soon(code: i32) {
 }
 
 #[test]
+fn a_lost_intermediate_fails_the_calls_routed_through_it() {
+    let result = courier::launch(
+        common::tcp("a_lost_intermediate_fails_the_calls_routed_through_it", 4),
+        |rt| async move {
+            // A 2x2 grid: 0 -> 3 goes through 1 (row 0, column 1).
+            let grid: courier::Coalescing =
+                "count:num_parcels=4,interval_us=100,dimensions=2".parse()?;
+            rt.set_coalescing(never_returns, grid)?;
+            let waiting: Vec<_> = (0..10)
+                .map(|_| rt.call(rt.locality(3), never_returns, ()))
+                .collect();
+            rt.flush();
+            let start = Instant::now();
+            rt.post(rt.locality(1), die_soon, (3,))?;
+            for call in waiting {
+                let err = call.await.unwrap_err();
+                assert!(err.is_peer_lost(), "{err}");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "took {:?}",
+                start.elapsed()
+            );
+            Ok(())
+        },
+    );
+    let Err(Error::LocalitiesLost(lost)) = result else {
+        panic!("the job did not fail: {result:?}");
+    };
+    assert!(lost.iter().any(|(l, _)| l.get() == 1), "{lost:?}");
+}
+
+#[test]
 fn killed_peer_fails_its_callers_within_a_second() {
     let result = courier::launch(
         common::tcp("killed_peer_fails_its_callers_within_a_second", 3),

@@ -35,16 +35,17 @@ enum State {
     #[default]
     Free,
     /// A call waits for its result; its future may have left a waker. The
-    /// path lists the localities the call passes through (the target, and
-    /// the continuation's locality if any); losing either fails the call.
+    /// path lists the localities the call passes through (the target, the
+    /// continuation's locality, the first hop of its virtual topology);
+    /// losing any of them fails the call.
     Waiting {
-        path: [LocalityId; 2],
+        path: [LocalityId; 3],
         waker: Option<Waker>,
     },
     /// The result came; the future has not taken it yet.
     Done(Completion),
     /// The future was dropped first: the result will be thrown away.
-    Abandoned { path: [LocalityId; 2] },
+    Abandoned { path: [LocalityId; 3] },
 }
 
 /// One place of a shard's slab. The generation grows every time the place
@@ -81,7 +82,7 @@ fn split_id(request: u64) -> (usize, usize, u32) {
 }
 
 impl Shard {
-    fn insert(&mut self, path: [LocalityId; 2]) -> Option<(u32, u32)> {
+    fn insert(&mut self, path: [LocalityId; 3]) -> Option<(u32, u32)> {
         let index = match self.free.pop() {
             Some(index) => index,
             None => {
@@ -169,7 +170,7 @@ impl PendingTable {
     /// # Panics
     ///
     /// With more than 2^32 calls pending at once.
-    pub(crate) fn register(self: &Arc<Self>, path: [LocalityId; 2]) -> (u64, PendingCall) {
+    pub(crate) fn register(self: &Arc<Self>, path: [LocalityId; 3]) -> (u64, PendingCall) {
         let shard = (self.next.fetch_add(1, Ordering::Relaxed) as usize) & (SHARDS - 1);
         let (index, generation) = self.shards[shard]
             .lock()
@@ -210,7 +211,7 @@ impl PendingTable {
         self.fail_where(|_| true, failure);
     }
 
-    fn fail_where(&self, pred: impl Fn(&[LocalityId; 2]) -> bool, failure: impl Fn() -> Failure) {
+    fn fail_where(&self, pred: impl Fn(&[LocalityId; 3]) -> bool, failure: impl Fn() -> Failure) {
         for shard in &self.shards {
             let mut wakers = Vec::new();
             {
@@ -420,7 +421,7 @@ mod tests {
     #[test]
     fn a_call_completes_once_and_a_reused_place_ignores_stale_ids() {
         let table = Arc::new(PendingTable::default());
-        let path = [LocalityId::new(1); 2];
+        let path = [LocalityId::new(1); 3];
         let (first, mut call) = table.register(path);
         assert!(table.complete(first, ok(1)));
         assert!(!table.complete(first, ok(2)), "a duplicate response");
@@ -455,14 +456,14 @@ mod tests {
         let table = Arc::new(PendingTable::default());
         let counter = Arc::new(Counter(AtomicUsize::new(0)));
         let waker = Waker::from(Arc::clone(&counter));
-        let (id, mut call) = table.register([LocalityId::new(1); 2]);
+        let (id, mut call) = table.register([LocalityId::new(1); 3]);
         assert_eq!(poll(&mut call, &waker), Poll::Pending);
         assert_eq!(poll(&mut call, &waker), Poll::Pending);
         assert!(table.complete(id, ok(7)));
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
         assert_eq!(poll(&mut call, &waker), Poll::Ready(ok(7)));
         assert_eq!(table.len(), 0);
-        let (id, call) = table.register([LocalityId::new(1); 2]);
+        let (id, call) = table.register([LocalityId::new(1); 3]);
         drop(call);
         assert_eq!(table.len(), 1, "the place waits for the response");
         assert!(table.complete(id, ok(8)));
@@ -472,10 +473,11 @@ mod tests {
     #[test]
     fn losing_a_peer_fails_only_its_calls() {
         let table = Arc::new(PendingTable::default());
-        let (_, mut to_one) = table.register([LocalityId::new(1); 2]);
-        let (_, mut via_one) = table.register([LocalityId::new(2), LocalityId::new(1)]);
-        let (two, mut to_two) = table.register([LocalityId::new(2); 2]);
-        let (_, abandoned) = table.register([LocalityId::new(1); 2]);
+        let (_, mut to_one) = table.register([LocalityId::new(1); 3]);
+        let (_, mut via_one) =
+            table.register([LocalityId::new(2), LocalityId::new(2), LocalityId::new(1)]);
+        let (two, mut to_two) = table.register([LocalityId::new(2); 3]);
+        let (_, abandoned) = table.register([LocalityId::new(1); 3]);
         drop(abandoned);
         table.fail_peer(LocalityId::new(1), "gone");
         let noop = Waker::noop();
@@ -511,7 +513,7 @@ mod tests {
         let waker = Waker::from(Arc::clone(&counter));
         let mut kept = Vec::new();
         for i in 0..20_000u32 {
-            let (id, mut call) = table.register([LocalityId::new(1); 2]);
+            let (id, mut call) = table.register([LocalityId::new(1); 3]);
             let _ = poll(&mut call, &waker);
             tx.send(id).unwrap();
             if i % 3 == 0 {

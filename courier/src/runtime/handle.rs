@@ -155,12 +155,13 @@ impl Runtime {
         if dest == l.here {
             return CallFuture::local(A::NAME, dest, self.spawn(invoke_caught(action, args)));
         }
-        let (request, pending) = l.pending.register([dest, dest]);
+        let hop = l.first_hop(A::ID, dest);
+        let (request, pending) = l.pending.register([dest, dest, hop]);
         let reply = ReplyTo::Caller(Caller {
             locality: l.here,
             request,
         });
-        self.send_pending_call::<A>(dest, reply, &args, request);
+        self.send_pending_call::<A>(dest, hop, reply, &args, request);
         CallFuture::remote(A::NAME, dest, pending)
     }
 
@@ -186,7 +187,8 @@ impl Runtime {
             }));
             return Ok(());
         }
-        self.send_call::<A>(dest, ReplyTo::Nobody, &args)
+        let hop = l.first_hop(A::ID, dest);
+        self.send_call::<A>(dest, hop, ReplyTo::Nobody, &args)
             .map_err(error)
     }
 
@@ -234,7 +236,8 @@ impl Runtime {
         if let Err(failure) = l.check_dest(dest).and_then(|()| l.check_dest(then_dest)) {
             return CallFuture::failed(C::NAME, then_dest, failure);
         }
-        let (request, pending) = l.pending.register([dest, then_dest]);
+        let hop = l.first_hop(A::ID, dest);
+        let (request, pending) = l.pending.register([dest, then_dest, hop]);
         let reply = ReplyTo::Continue {
             locality: then_dest,
             action: C::ID,
@@ -243,14 +246,16 @@ impl Runtime {
                 request,
             }),
         };
-        self.send_pending_call::<A>(dest, reply, &args, request);
+        self.send_pending_call::<A>(dest, hop, reply, &args, request);
         CallFuture::remote(C::NAME, then_dest, pending)
     }
 
-    /// Encodes a call of `A` and sends it to `dest`, or runs it here.
+    /// Encodes a call of `A` and sends it to `dest` through `hop` (its first
+    /// hop, see [`Locality::first_hop`]), or runs it here.
     fn send_call<A: Action>(
         &self,
         dest: LocalityId,
+        hop: LocalityId,
         reply: ReplyTo,
         args: &A::Args,
     ) -> Result<(), Failure> {
@@ -262,7 +267,6 @@ impl Runtime {
             return Ok(());
         }
         let mut payload = 0;
-        let hop = l.first_hop(A::ID, dest);
         l.send_parcel(hop, A::ID, |frame| {
             let before = frame.payload_bytes();
             if hop == dest {
@@ -283,11 +287,12 @@ impl Runtime {
     fn send_pending_call<A: Action>(
         &self,
         dest: LocalityId,
+        hop: LocalityId,
         reply: ReplyTo,
         args: &A::Args,
         request: u64,
     ) {
-        if let Err(failure) = self.send_call::<A>(dest, reply, args) {
+        if let Err(failure) = self.send_call::<A>(dest, hop, reply, args) {
             self.locality.pending.complete(request, Err(failure));
         }
     }
