@@ -236,6 +236,24 @@ fn die_soon(code: i32) {
     });
 }
 
+/// Makes locality `victim` exit with status 3 and checks that every call
+/// of `waiting` fails with a lost peer within `limit`.
+async fn kill_and_expect_failures(
+    rt: &courier::Runtime,
+    victim: u32,
+    waiting: Vec<courier::CallFuture<u8>>,
+    limit: Duration,
+) -> Result<(), courier::BoxError> {
+    let start = Instant::now();
+    rt.post(rt.locality(victim), die_soon, (3,))?;
+    for call in waiting {
+        let err = call.await.unwrap_err();
+        assert!(err.is_peer_lost(), "{err}");
+    }
+    assert!(start.elapsed() < limit, "took {:?}", start.elapsed());
+    Ok(())
+}
+
 #[test]
 fn a_lost_intermediate_fails_the_calls_routed_through_it() {
     let result = courier::launch(
@@ -249,17 +267,7 @@ fn a_lost_intermediate_fails_the_calls_routed_through_it() {
                 .map(|_| rt.call(rt.locality(3), never_returns, ()))
                 .collect();
             rt.flush();
-            let start = Instant::now();
-            rt.post(rt.locality(1), die_soon, (3,))?;
-            for call in waiting {
-                let err = call.await.unwrap_err();
-                assert!(err.is_peer_lost(), "{err}");
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(5),
-                "took {:?}",
-                start.elapsed()
-            );
+            kill_and_expect_failures(&rt, 1, waiting, Duration::from_secs(5)).await?;
             Ok(())
         },
     );
@@ -277,17 +285,7 @@ fn killed_peer_fails_its_callers_within_a_second() {
             let waiting: Vec<_> = (0..10)
                 .map(|_| rt.call(rt.locality(1), never_returns, ()))
                 .collect();
-            let start = Instant::now();
-            rt.post(rt.locality(1), die_soon, (3,))?;
-            for call in waiting {
-                let err = call.await.unwrap_err();
-                assert!(err.is_peer_lost(), "{err}");
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(1),
-                "took {:?}",
-                start.elapsed()
-            );
+            kill_and_expect_failures(&rt, 1, waiting, Duration::from_secs(1)).await?;
             // New calls to the lost locality fail at once; the others still work.
             assert!(
                 rt.call(rt.locality(1), double, (1,))
