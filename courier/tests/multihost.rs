@@ -16,9 +16,7 @@ use serde_bytes::ByteBuf;
 /// The network namespace this locality runs in, as the kernel names it.
 #[courier::action]
 fn net_namespace() -> String {
-    std::fs::read_link("/proc/self/ns/net")
-        .map(|p| p.display().to_string())
-        .unwrap_or_default()
+    net_namespace_here()
 }
 
 /// The checksum of a payload, computed where it arrived.
@@ -58,6 +56,7 @@ fn multihost_case() {
     .unwrap();
 }
 
+/// The network namespace of this process.
 fn net_namespace_here() -> String {
     std::fs::read_link("/proc/self/ns/net")
         .map(|p| p.display().to_string())

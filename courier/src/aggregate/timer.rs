@@ -151,8 +151,7 @@ impl FlushTimer {
 }
 
 fn run(shared: &Shared, epoch: Epoch, fire: impl Fn(Key, u64) -> bool) {
-    #[cfg(target_os = "linux")]
-    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+    crate::sched::precise_sleeps();
     let mut queue = shared.queue.lock();
     loop {
         if queue.stop {

@@ -493,6 +493,16 @@ impl Sink for Arc<Locality> {
                 let mut payload = 0;
                 let mut calls = Vec::with_capacity(parcels.len());
                 for parcel in parcels {
+                    // A call routed to this locality is an ordinary call
+                    // once unwrapped (`decode_call` only returns calls).
+                    let parcel = match parcel {
+                        Parcel::Routed { dest, call, .. } if dest == self.here => {
+                            decode_call(&call).map_err(|e| {
+                                format!("malformed forwarded call from {source}: {e}")
+                            })?
+                        }
+                        other => other,
+                    };
                     match parcel {
                         Parcel::Call {
                             action,
@@ -503,22 +513,9 @@ impl Sink for Arc<Locality> {
                             received.add_call(action, args.len() as u64);
                             calls.push((action, reply, args));
                         }
-                        Parcel::Routed { dest, action, call } if dest != self.here => {
+                        Parcel::Routed { dest, action, call } => {
                             payload += call.len() as u64;
                             self.forward(dest, action, &call)?;
-                        }
-                        Parcel::Routed { call, .. } => {
-                            let Ok(Parcel::Call {
-                                action,
-                                reply,
-                                args,
-                            }) = decode_call(&call)
-                            else {
-                                return Err(format!("malformed forwarded call from {source}"));
-                            };
-                            payload += args.len() as u64;
-                            received.add_call(action, args.len() as u64);
-                            calls.push((action, reply, args));
                         }
                         Parcel::Response { request, result } => {
                             payload += result.as_ref().map_or(0, |bytes| bytes.len() as u64);

@@ -65,7 +65,7 @@ impl Funnel {
     /// The MPI thread's loop: send, receive, hand over, and when idle poll
     /// with growing pauses (MPI cannot wake a thread).
     pub(super) fn run(&self, state: &mut State) {
-        crate::transport::mpi::precise_pauses();
+        crate::sched::precise_sleeps();
         let mut idle_since = Instant::now();
         let mut pause = Duration::from_micros(10);
         while !self.stop.load(Ordering::SeqCst) {

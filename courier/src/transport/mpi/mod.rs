@@ -118,18 +118,6 @@ impl std::fmt::Debug for Mpi {
     }
 }
 
-/// Asks Linux for a timer slack of 1 ns on this thread (once), so that
-/// short pauses between polls are not stretched by the default 50 µs slack.
-fn precise_pauses() {
-    thread_local! {
-        static DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    }
-    if !DONE.replace(true) {
-        #[cfg(target_os = "linux")]
-        let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
-    }
-}
-
 impl Mpi {
     /// The transport of rank `rank` of `size`, progressing as `progress` says.
     pub(crate) fn new(rank: u32, size: u32, progress: Progress, max_frame_bytes: usize) -> Mpi {
@@ -234,7 +222,7 @@ impl Transport for Mpi {
     }
 
     fn block(&self, sink: &dyn Sink, timeout: Duration) -> BlockOutcome {
-        precise_pauses();
+        crate::sched::precise_sleeps();
         let begun = Instant::now();
         let mut pause = Duration::from_micros(10);
         let funneled = matches!(self.engine, Engine::Funneled(_));
