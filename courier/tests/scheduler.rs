@@ -5,6 +5,7 @@ mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
@@ -47,10 +48,18 @@ fn spawned_tree_runs_every_task_once() {
     }
 }
 
+/// A lost wake-up shows as a hang: these tests fail after this long
+/// instead (they take well under a second).
+const HANG: Duration = Duration::from_secs(60);
+
 /// Tasks that wait on each other in a ring pass a token many times: a lost
-/// wake-up would hang the test (bounded by the harness timeout of CI).
+/// wake-up would hang, which fails the test after [`HANG`].
 #[test]
 fn ring_of_tasks_never_loses_a_wakeup() {
+    common::with_deadline("the ring of tasks", HANG, ring_of_tasks);
+}
+
+fn ring_of_tasks() {
     const TASKS: usize = 8;
     const LAPS: u64 = 2_000;
     for workers in [1, 3] {
@@ -86,9 +95,13 @@ fn ring_of_tasks_never_loses_a_wakeup() {
 }
 
 /// Work injected from outside the workers (the launch thread) is picked up
-/// even when every worker sleeps.
+/// even when every worker sleeps (a lost wake-up fails after [`HANG`]).
 #[test]
 fn tasks_spawned_from_outside_wake_sleeping_workers() {
+    common::with_deadline("tasks spawned from outside", HANG, spawned_from_outside);
+}
+
+fn spawned_from_outside() {
     let total = courier::launch(common::inproc(1).workers(2), |rt| async move {
         let rt2 = rt.clone();
         let outside = std::thread::spawn(move || {

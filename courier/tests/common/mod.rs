@@ -7,6 +7,8 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::process::Command;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use courier::{Config, Transport};
 
@@ -21,6 +23,41 @@ pub fn tcp(name: &str, n: u32) -> Config {
 /// An in-process job of `n` localities.
 pub fn inproc(n: u32) -> Config {
     Config::new().localities(n).transport(Transport::Inproc)
+}
+
+/// Says that a test cannot run its case because `what` is missing, and
+/// why. On a developer's machine the test skips with that message; under CI
+/// (the `CI` variable set, as `.ci/run` does after installing every
+/// prerequisite) it fails: a skipped case there would hide a broken setup.
+pub fn missing_prerequisite(what: &str, why: impl std::fmt::Display) {
+    if std::env::var_os("CI").is_some() {
+        panic!("CI must be able to run this case, but {what}: {why}");
+    }
+    eprintln!("skipping: {what}: {why} (under CI this fails)");
+}
+
+/// Runs `body` on a thread of its own and fails the test with a message
+/// if it has not finished after `limit`: for a test whose failure mode is
+/// a hang (a lost wake-up), so that it fails instead of stalling CI. The
+/// stuck thread is left behind; the test binary exits when its tests end.
+pub fn with_deadline<T: Send + 'static>(
+    what: &str,
+    limit: Duration,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (done, outcome) = mpsc::channel();
+    std::thread::Builder::new()
+        .name(format!("deadline: {what}"))
+        .spawn(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+            let _ = done.send(result);
+        })
+        .expect("cannot start the test's thread");
+    match outcome.recv_timeout(limit) {
+        Ok(Ok(value)) => value,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => panic!("{what} did not finish within {limit:?}: a hang (a lost wake-up?)"),
+    }
 }
 
 /// A small, seedable pseudo-random generator (xorshift64*), enough to pick
@@ -72,7 +109,7 @@ pub fn mpi() -> Config {
 /// `mpirun -np N` for every N of `sizes`, with the workers driving MPI and
 /// again with funneled progress (one MPI thread), and checks that it
 /// passed. Where `mpirun` is missing the cases are skipped with a message,
-/// except in CI.
+/// except in CI (see [`missing_prerequisite`]).
 pub fn mpirun(cases: &[&str], sizes: &[u32]) {
     let exe = std::env::current_exe().expect("the test binary's path");
     for progress in ["workers", "funneled"] {
@@ -107,11 +144,10 @@ fn mpirun_case(exe: &std::path::Path, case: &str, n: u32, progress: &str) -> boo
         .output();
     let output = match output {
         Ok(output) => output,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("mpirun not found ({e}): skipping the MPI cases");
+        Err(e) => {
+            missing_prerequisite("mpirun cannot be started (install openmpi-bin)", e);
             return false;
         }
-        Err(e) => panic!("CI must have mpirun: {e}"),
     };
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
