@@ -13,24 +13,29 @@ use syn::{FnArg, ItemFn, ReturnType, parse_macro_input, spanned::Spanned};
 /// argument tuple and must be serde types, as must its result. It cannot be
 /// generic or take `self`.
 ///
-/// `#[courier::action(coalescing)]` marks the action for coalescing: its
-/// parcels (calls, and the responses to them) to one destination travel
-/// together under the configured policy (`courier::Config::coalescing`),
-/// as HPX's `HPX_ACTION_USES_MESSAGE_COALESCING` does.
+/// Every action's parcels (calls, and the responses to them) to one
+/// destination are coalesced under the configured policy
+/// (`courier::Config::coalescing`). `#[courier::action(coalescing = false)]`
+/// sends each parcel of the action alone unless coalescing is turned on for
+/// it by configuration or at run time; `#[courier::action(coalescing)]`
+/// says the default explicitly (HPX's `HPX_ACTION_USES_MESSAGE_COALESCING`).
 ///
 /// ```ignore
-/// #[courier::action(coalescing)]
+/// #[courier::action]
 /// fn add(a: u64, b: u64) -> u64 {
 ///     a + b
 /// }
 /// ```
 #[proc_macro_attribute]
 pub fn action(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let coalescing = match attr.to_string().trim() {
-        "" => false,
-        "coalescing" => true,
+    let spec: String = attr.to_string().split_whitespace().collect();
+    let coalescing = match spec.as_str() {
+        "" | "coalescing" | "coalescing=true" => true,
+        "coalescing=false" => false,
         other => {
-            let msg = format!("#[courier::action] takes nothing or `coalescing`, not `{other}`");
+            let msg = format!(
+                "#[courier::action] takes nothing, `coalescing` or `coalescing = false`, not `{other}`"
+            );
             return syn::Error::new(Span::call_site(), msg)
                 .to_compile_error()
                 .into();
@@ -96,10 +101,49 @@ fn expand(function: ItemFn, coalescing: bool) -> syn::Result<proc_macro2::TokenS
     let mut body_sig = sig.clone();
     body_sig.ident = body_ident.clone();
     let block = &function.block;
-    let call = if sig.asyncness.is_some() {
-        quote!(#body_ident(#(#args),*))
+    let is_async = sig.asyncness.is_some();
+    // A synchronous function is handed to the runtime as a plain fn, so
+    // that received calls run without a future; `invoke` wraps it.
+    let invoke = if is_async {
+        quote! {
+            #[allow(clippy::unused_unit)]
+            fn invoke(
+                self,
+                args: Self::Args,
+            ) -> impl ::core::future::Future<Output = Self::Output> + ::core::marker::Send + 'static {
+                #(#other_attrs)*
+                #body_sig #block
+                let (#(#args,)*) = args;
+                #body_ident(#(#args),*)
+            }
+        }
     } else {
-        quote!(async move { #body_ident(#(#args),*) })
+        quote! {
+            fn invoke(
+                self,
+                args: Self::Args,
+            ) -> impl ::core::future::Future<Output = Self::Output> + ::core::marker::Send + 'static {
+                let function = <Self as ::courier::Action>::SYNC
+                    .unwrap_or_else(|| ::core::unreachable!("a synchronous action has SYNC"));
+                async move { function(args) }
+            }
+        }
+    };
+    let sync = if is_async {
+        quote!()
+    } else {
+        quote! {
+            const SYNC: ::core::option::Option<fn(Self::Args) -> Self::Output> = {
+                #(#other_attrs)*
+                #body_sig #block
+                #[allow(clippy::unused_unit)]
+                fn __courier_sync(args: (#(#types,)*)) -> #output {
+                    let (#(#args,)*) = args;
+                    #body_ident(#(#args),*)
+                }
+                ::core::option::Option::Some(__courier_sync)
+            };
+        }
     };
 
     Ok(quote! {
@@ -114,17 +158,14 @@ fn expand(function: ItemFn, coalescing: bool) -> syn::Result<proc_macro2::TokenS
             const NAME: &'static str =
                 ::core::concat!(::core::module_path!(), "::", #name_str);
             const COALESCING: bool = #coalescing;
+            #sync
 
-            #[allow(clippy::unused_unit)]
-            fn invoke(
-                self,
-                args: Self::Args,
-            ) -> impl ::core::future::Future<Output = Self::Output> + ::core::marker::Send + 'static {
-                #(#other_attrs)*
-                #body_sig #block
-                let (#(#args,)*) = args;
-                #call
+            fn __slot_cache() -> ::core::option::Option<&'static ::courier::__private::SlotCache> {
+                static CACHE: ::courier::__private::SlotCache = ::courier::__private::SlotCache::new();
+                ::core::option::Option::Some(&CACHE)
             }
+
+            #invoke
         }
 
         ::courier::__private::inventory::submit! {

@@ -56,7 +56,7 @@ pub use counters::{
     CounterError, CounterFormat, CounterKind, CounterSet, CounterValue, Histogram, MetricsServer,
 };
 pub use courier_macros::action;
-pub use parcel::{CallError, CallFuture};
+pub use parcel::{BatchFuture, CallError, CallFuture};
 pub use runtime::{
     BoxError, Config, DEFAULT_MAX_FRAME_BYTES, Error, LocalityId, Runtime, RuntimeArgs, Transport,
     current, launch, try_current,
@@ -74,7 +74,7 @@ pub mod prelude {
 /// of the public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::action::ActionEntry;
+    pub use crate::action::{ActionEntry, SlotCache};
     pub use inventory;
 
     /// Sends `body` as a raw frame (after the transport's headroom) to

@@ -159,9 +159,24 @@ fn exactly_once_tcp_with_changing_settings() {
 }
 
 /// An action left uncoalesced unless a test turns it on.
-#[courier::action]
+#[courier::action(coalescing = false)]
 fn echo(x: u64) -> u64 {
     x
+}
+
+/// When the calls of `stamp` ran, in ns since [`epoch`], by sequence number.
+static STAMPS: Mutex<BTreeMap<u64, u64>> = Mutex::new(BTreeMap::new());
+
+fn epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// Records when it ran.
+#[courier::action(coalescing = false)]
+fn stamp(seq: u64) {
+    let now = epoch().elapsed().as_nanos() as u64;
+    STAMPS.lock().unwrap().insert(seq, now);
 }
 
 /// The value of one counter of locality `l`.
@@ -172,7 +187,7 @@ async fn counter(rt: &Runtime, l: u32, name: &str) -> f64 {
 }
 
 #[test]
-fn a_lone_parcel_waits_for_the_timer_and_no_longer() {
+fn a_busy_workers_parcel_waits_for_the_timer_and_no_longer() {
     courier::launch(common::inproc(2), |rt| async move {
         let interval = Duration::from_millis(30);
         let policy = CountPolicy {
@@ -180,24 +195,53 @@ fn a_lone_parcel_waits_for_the_timer_and_no_longer() {
             interval_us: interval.as_micros() as u64,
             ..CountPolicy::DEFAULT
         };
-        rt.set_coalescing(echo, Coalescing::Count(policy))?;
+        rt.set_coalescing(stamp, Coalescing::Count(policy))?;
         let other = rt.locality(1);
         // The first parcel ever has no predecessor: sparse, sent at once.
-        assert_eq!(rt.call(other, echo, (1,)).await?, 1);
-        // The next comes right after it: queued until the timer fires.
-        let start = Instant::now();
-        assert_eq!(rt.call(other, echo, (2,)).await?, 2);
-        let waited = start.elapsed();
+        rt.post(other, stamp, (1,))?;
+        // The next comes right after it: queued. This task then keeps its
+        // worker busy (it never runs out of tasks), so only the flush timer
+        // can send the parcel.
+        let sent = epoch().elapsed();
+        rt.post(other, stamp, (2,))?;
+        std::thread::sleep(interval * 10);
+        let ran = Duration::from_nanos(STAMPS.lock().unwrap()[&2]);
+        let waited = ran - sent;
         let lateness = counter(&rt, 0, "time/average-timer-lateness").await;
-        assert!(waited >= interval, "returned after {waited:?}");
+        assert!(waited >= interval, "ran after {waited:?}");
         let bound = interval + Duration::from_nanos(lateness as u64) + Duration::from_millis(100);
         assert!(
             waited < bound,
             "waited {waited:?}, timer {lateness} ns late"
         );
-        assert_eq!(counter(&rt, 0, "count/flush-timer@echo").await, 1.0);
+        assert_eq!(counter(&rt, 0, "count/flush-timer@stamp").await, 1.0);
+        assert_eq!(counter(&rt, 0, "count/flush-bypass@stamp").await, 1.0);
+        assert_eq!(counter(&rt, 0, "count/messages@stamp").await, 2.0);
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_lone_call_leaves_when_its_worker_runs_out_of_tasks() {
+    courier::launch(common::inproc(2), |rt| async move {
+        let policy = CountPolicy {
+            num_parcels: 1000,
+            interval_us: 60_000_000,
+            ..CountPolicy::DEFAULT
+        };
+        rt.set_coalescing(echo, Coalescing::Count(policy))?;
+        let other = rt.locality(1);
+        for i in 0..20 {
+            // Back to back: never sparse, and the timer waits a minute; the
+            // call leaves as soon as this task waits for its result.
+            let start = Instant::now();
+            assert_eq!(rt.call(other, echo, (i,)).await?, i);
+            assert!(start.elapsed() < Duration::from_secs(5));
+        }
         assert_eq!(counter(&rt, 0, "count/flush-bypass@echo").await, 1.0);
-        assert_eq!(counter(&rt, 0, "count/messages@echo").await, 2.0);
+        assert_eq!(counter(&rt, 0, "count/flush-idle@echo").await, 19.0);
+        assert_eq!(counter(&rt, 0, "count/flush-timer@echo").await, 0.0);
         Ok(())
     })
     .unwrap();
@@ -257,7 +301,7 @@ fn a_parcel_above_the_cutoff_goes_out_with_the_buffer() {
     .unwrap();
 }
 
-#[courier::action]
+#[courier::action(coalescing = false)]
 fn slow_lane(x: u64) {
     SLOW_LANE.fetch_add(x, Ordering::SeqCst);
 }
@@ -265,7 +309,8 @@ fn slow_lane(x: u64) {
 static SLOW_LANE: AtomicU64 = AtomicU64::new(0);
 
 #[test]
-fn an_uncoalesced_action_is_never_held_up_and_shutdown_flushes() {
+fn an_uncoalesced_action_is_never_held_up_and_termination_flushes() {
+    let started = Instant::now();
     courier::launch(common::inproc(2), |rt| async move {
         let policy = CountPolicy {
             num_parcels: 1000,
@@ -274,9 +319,16 @@ fn an_uncoalesced_action_is_never_held_up_and_shutdown_flushes() {
         };
         rt.set_coalescing(slow_lane, Coalescing::Count(policy))?;
         let other = rt.locality(1);
-        rt.post(other, slow_lane, (1,))?; // the first parcel: sent at once
-        rt.post(other, slow_lane, (10,))?; // queued for a minute
-        rt.post(other, slow_lane, (100,))?;
+        // A thread that is not a worker never runs out of tasks: what it
+        // buffers waits for the timer (a minute here) or for the end.
+        let outside = rt.clone();
+        std::thread::spawn(move || -> Result<(), courier::CallError> {
+            outside.post(other, slow_lane, (1,))?; // the first parcel: sent at once
+            outside.post(other, slow_lane, (10,))?; // queued for a minute
+            outside.post(other, slow_lane, (100,))
+        })
+        .join()
+        .unwrap()?;
         let start = Instant::now();
         assert_eq!(rt.call(other, echo, (5,)).await?, 5);
         assert!(start.elapsed() < Duration::from_secs(5));
@@ -291,6 +343,7 @@ fn an_uncoalesced_action_is_never_held_up_and_shutdown_flushes() {
     // The job ended without waiting a minute: the buffer was flushed when
     // the job looked idle, and every post ran once.
     assert_eq!(SLOW_LANE.load(Ordering::SeqCst), 111);
+    assert!(started.elapsed() < Duration::from_secs(30));
 }
 
 #[test]
@@ -315,7 +368,7 @@ fn counters_equal_the_parcels_sent() {
             assert_eq!(parcels, 995.0, "locality#{l}");
             let mut by_reason = 0.0;
             for reason in [
-                "count", "bytes", "timer", "bypass", "cutoff", "shutdown", "changed",
+                "count", "bytes", "timer", "bypass", "cutoff", "shutdown", "changed", "idle",
             ] {
                 by_reason += counter(&rt, l, &format!("count/flush-{reason}@echo")).await;
             }

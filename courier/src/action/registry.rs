@@ -3,21 +3,19 @@
 
 use std::any::type_name;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
 use super::Action;
+use super::execute::{CallSite, run_calls};
 use super::id::{ActionId, fnv1a};
+use crate::parcel::{DecodeError, ParcelReader};
 use crate::suggest::edit_distance;
 
-/// The future of a type-erased action: the encoded output.
-pub(crate) type ErasedOutput =
-    Pin<Box<dyn Future<Output = Result<Vec<u8>, postcard::Error>> + Send>>;
-
-type ErasedHandler = fn(&[u8]) -> Result<ErasedOutput, postcard::Error>;
+/// [`run_calls`] for one action, type-erased.
+type RunCalls = fn(&Arc<dyn CallSite>, usize, &mut ParcelReader<'_>) -> Result<(), DecodeError>;
 
 /// One registered action, type-erased. Created by the `#[courier::action]`
 /// macro through [`ActionEntry::of`]; not meant to be used directly.
@@ -27,7 +25,7 @@ pub struct ActionEntry {
     id: ActionId,
     args_type: fn() -> &'static str,
     output_type: fn() -> &'static str,
-    handler: ErasedHandler,
+    run: RunCalls,
     coalescing: bool,
 }
 
@@ -48,7 +46,7 @@ impl ActionEntry {
             id: A::ID,
             args_type: type_name::<A::Args>,
             output_type: type_name::<A::Output>,
-            handler: erased_handler::<A>,
+            run: run_calls::<A>,
             coalescing: A::COALESCING,
         }
     }
@@ -58,24 +56,26 @@ impl ActionEntry {
         self.name
     }
 
-    /// Decodes `args` and starts the action; the future yields the encoded output.
-    /// Whether the action is marked `#[courier::action(coalescing)]`.
+    /// The action's id.
+    pub(crate) fn id(&self) -> ActionId {
+        self.id
+    }
+
+    /// Whether the action is coalesced by default (not marked
+    /// `#[courier::action(coalescing = false)]`).
     pub(crate) fn coalescing(&self) -> bool {
         self.coalescing
     }
 
-    pub(crate) fn start(&self, args: &[u8]) -> Result<ErasedOutput, postcard::Error> {
-        (self.handler)(args)
+    /// Runs every call of a run of this action (registry slot `slot`).
+    pub(crate) fn run_calls(
+        &self,
+        site: &Arc<dyn CallSite>,
+        slot: usize,
+        calls: &mut ParcelReader<'_>,
+    ) -> Result<(), DecodeError> {
+        (self.run)(site, slot, calls)
     }
-}
-
-fn erased_handler<A: Action>(args: &[u8]) -> Result<ErasedOutput, postcard::Error> {
-    let args: A::Args = postcard::from_bytes(args)?;
-    let run = A::default().invoke(args);
-    Ok(Box::pin(async move {
-        let output = run.await;
-        postcard::to_allocvec(&output)
-    }))
 }
 
 inventory::collect!(ActionEntry);
@@ -118,14 +118,14 @@ impl Registry {
         }
     }
 
-    /// The action with this id, if this binary has it.
-    pub(crate) fn get(&self, id: ActionId) -> Option<&'static ActionEntry> {
-        self.by_id.get(&id).map(|(_, e)| *e)
-    }
-
     /// The slot of the action with this id.
     pub(crate) fn slot(&self, id: ActionId) -> Option<usize> {
         self.by_id.get(&id).map(|(slot, _)| *slot)
+    }
+
+    /// The slot and entry of the action with this id.
+    pub(crate) fn lookup(&self, id: ActionId) -> Option<(usize, &'static ActionEntry)> {
+        self.by_id.get(&id).copied()
     }
 
     /// Every action, in slot (name) order.

@@ -58,7 +58,7 @@ impl Runtime {
         let _ = action;
         let slot = slot_of(A::ID, A::NAME)?;
         let l = self.inner();
-        l.aggregator.set(l, slot, None, checked(setting)?);
+        l.aggregator.set(&**l, slot, None, checked(setting)?);
         Ok(())
     }
 
@@ -83,7 +83,7 @@ impl Runtime {
             )));
         }
         let l = self.inner();
-        l.aggregator.set(l, slot, Some(dest), checked(setting)?);
+        l.aggregator.set(&**l, slot, Some(dest), checked(setting)?);
         Ok(())
     }
 
@@ -131,7 +131,7 @@ impl Runtime {
     /// Sends every buffered parcel of this locality now.
     pub fn flush(&self) {
         let l = self.inner();
-        l.aggregator.flush_all(l, super::Reason::Changed);
+        l.aggregator.flush_all(&**l, super::Reason::Changed);
     }
 }
 
@@ -145,6 +145,6 @@ fn apply_coalescing(action: u64, setting: Coalescing) -> Result<(), String> {
         .ok_or_else(|| format!("no action with id {action:#x} here"))?;
     let l = rt.inner();
     let setting = checked(setting).map_err(|e| e.to_string())?;
-    l.aggregator.set(l, slot, None, setting);
+    l.aggregator.set(&**l, slot, None, setting);
     Ok(())
 }

@@ -1,20 +1,28 @@
-//! One coalescing buffer: the parcels of one action waiting for one
-//! destination, the setting that governs them, and what they have done.
+//! One coalescing buffer: the parcels of one action and kind waiting for
+//! one destination on one worker, the setting that governs them, and what
+//! they have done.
+//!
+//! The clock is read twice per frame, not per parcel: when the first parcel
+//! enters an empty buffer (to arm the flush timer and to see whether the
+//! traffic is sparse) and when the frame leaves. The arrival statistics are
+//! built from those stamps: the gap before a frame's first parcel is
+//! measured, and the gaps between its parcels are taken as evenly spread
+//! between its first parcel and its departure.
 
-use super::policy::{Coalescing, Filled, Reason};
+use super::policy::{Coalescing, Filled, FlushPolicy, Reason};
 use crate::parcel::FrameBuilder;
-use crate::runtime::LocalityId;
-use crate::sched::POLL_BUCKETS;
+use crate::sched::{POLL_BUCKETS, poll_bucket};
 
 /// Buckets of the arrival-gap histogram: powers of two of nanoseconds, as
 /// for task polls (bucket `k` holds gaps of `2^(k-1)` to `2^k - 1` ns).
 pub(crate) const GAP_BUCKETS: usize = POLL_BUCKETS;
 
-/// What the buffers of one action have done; summed over destinations for
-/// the `/coalescing` counters.
+/// What the buffers of one action have done; summed over destinations,
+/// workers and kinds (calls, responses, routed calls) for the
+/// `/coalescing` counters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LaneStats {
-    /// Parcels that went through the buffer (bypassed ones included).
+    /// Parcels that went through a buffer (bypassed ones included).
     pub(crate) parcels: u64,
     /// Messages (frames) flushed.
     pub(crate) messages: u64,
@@ -54,63 +62,71 @@ impl LaneStats {
             *a += b;
         }
     }
+
+    /// Counts `n` gaps of `gap_ns` each.
+    fn add_gaps(&mut self, n: u64, gap_ns: u64) {
+        if n > 0 {
+            self.gaps += n;
+            self.gap_sum_ns += n * gap_ns;
+            self.gap_histogram[poll_bucket(gap_ns)] += n;
+        }
+    }
 }
 
-/// The parcels of one action for one destination.
+/// The parcels of one action and kind for one destination.
 #[derive(Debug)]
 pub(crate) struct Buffer {
     /// The parcels so far, already framed.
-    frame: FrameBuilder,
+    pub(crate) frame: FrameBuilder,
     /// The setting for this action and destination.
     pub(crate) setting: Coalescing,
-    /// When the last parcel came (ns on the aggregator's clock).
-    last_arrival_ns: Option<u64>,
     /// Deadline of this buffer's entry in the flush timer, if armed.
     pub(crate) armed: Option<u64>,
+    /// Whether the buffer is on its set's list of buffers holding parcels.
+    pub(crate) listed: bool,
+    /// When the frame's first parcel came (ns on the aggregator's clock).
+    first_ns: u64,
+    /// The latest stamp of this buffer: the last frame's departure or the
+    /// first parcel of the current frame.
+    last_ns: Option<u64>,
     /// Size of the last frame flushed, to size the next one.
     last_frame_bytes: usize,
     pub(crate) stats: LaneStats,
 }
 
 impl Buffer {
-    pub(crate) fn new(source: LocalityId, setting: Coalescing) -> Self {
+    pub(crate) fn new(frame: FrameBuilder, setting: Coalescing) -> Self {
         Buffer {
-            frame: FrameBuilder::new(source),
+            frame,
             setting,
-            last_arrival_ns: None,
             armed: None,
+            listed: false,
+            first_ns: 0,
+            last_ns: None,
             last_frame_bytes: 0,
             stats: LaneStats::default(),
         }
     }
 
-    /// Whether the buffer holds no parcel.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.frame.len() == 0
-    }
-
-    /// The frame to append a parcel to; call [`Buffer::pushed`] after.
-    pub(crate) fn frame(&mut self) -> &mut FrameBuilder {
-        &mut self.frame
-    }
-
-    /// Bytes of the frame so far (headers included).
-    pub(crate) fn frame_bytes(&self) -> usize {
-        self.frame.byte_len()
-    }
-
-    /// Accounts for the parcel just appended (it took `parcel_bytes`, at
-    /// `now_ns`) and asks the policy whether to flush.
-    pub(crate) fn pushed(&mut self, parcel_bytes: usize, now_ns: u64) -> Option<Reason> {
-        let gap_ns = self.last_arrival_ns.map(|t| now_ns.saturating_sub(t));
-        self.last_arrival_ns = Some(now_ns);
+    /// Accounts for the parcel just appended (it took `parcel_bytes`) and
+    /// asks `policy` whether to flush. `now_ns` is given for the first
+    /// parcel of a frame only.
+    pub(crate) fn pushed(
+        &mut self,
+        policy: &dyn FlushPolicy,
+        parcel_bytes: usize,
+        now_ns: Option<u64>,
+    ) -> Option<Reason> {
         self.stats.parcels += 1;
-        if let Some(gap) = gap_ns {
-            self.stats.gaps += 1;
-            self.stats.gap_sum_ns += gap;
-            self.stats.gap_histogram[crate::sched::poll_bucket(gap)] += 1;
+        let mut gap_ns = None;
+        if let Some(now) = now_ns {
+            gap_ns = self.last_ns.map(|t| now.saturating_sub(t));
+            if let Some(gap) = gap_ns {
+                self.stats.add_gaps(1, gap);
+            }
+            self.first_ns = now;
+            self.last_ns = Some(now);
         }
-        let policy = self.setting.policy()?;
         policy.after_push(Filled {
             parcels: self.frame.len(),
             bytes: self.frame.byte_len(),
@@ -119,18 +135,28 @@ impl Buffer {
         })
     }
 
-    /// Takes every parcel out as one frame (None when empty) and disarms
-    /// the timer; the caller removes the timer entry.
-    pub(crate) fn take(&mut self, reason: Reason) -> Option<FrameBuilder> {
-        if self.is_empty() {
+    /// Takes every parcel out as one frame, leaving at `now_ns` (None when
+    /// empty). The caller disarms the timer.
+    pub(crate) fn take(&mut self, reason: Reason, now_ns: u64) -> Option<FrameBuilder> {
+        if self.frame.is_empty() {
             return None;
         }
-        let source = self.frame.source();
+        let gaps = u64::from(self.frame.len()) - 1;
+        let span = now_ns.saturating_sub(self.first_ns);
+        if let Some(average) = span.checked_div(gaps) {
+            self.stats.add_gaps(gaps, average);
+            // The remainder of the division, so that the gaps sum to the span.
+            self.stats.gap_sum_ns += span - gaps * average;
+        }
+        self.last_ns = Some(now_ns);
         let capacity = self.last_frame_bytes.max(self.frame.byte_len());
-        let frame = std::mem::replace(
-            &mut self.frame,
-            FrameBuilder::with_capacity(source, capacity),
+        let next = FrameBuilder::with_capacity(
+            self.frame.source(),
+            self.frame.kind(),
+            self.frame.action(),
+            capacity,
         );
+        let frame = std::mem::replace(&mut self.frame, next);
         self.last_frame_bytes = frame.byte_len();
         self.count_message(reason);
         Some(frame)
@@ -140,11 +166,5 @@ impl Buffer {
     pub(crate) fn count_message(&mut self, reason: Reason) {
         self.stats.messages += 1;
         self.stats.flushes[reason.index()] += 1;
-    }
-
-    /// Moves the parcels appended after `mark` (a [`FrameBuilder::mark`])
-    /// into a frame of their own.
-    pub(crate) fn split_off(&mut self, mark: crate::parcel::FrameMark) -> FrameBuilder {
-        self.frame.split_off(mark)
     }
 }

@@ -3,124 +3,137 @@
 //!
 //! - `policy`: [`Coalescing`] (off, HPX [`CountPolicy`], TRAM
 //!   [`BytePolicy`]) and the flush decision behind it.
+//! - `settings`: the setting of every action towards every destination.
+//! - `set`: one worker's buffers.
 //! - `buffer`: one buffer and its statistics.
 //! - `timer`: the flush timer thread.
+//! - `topology`: the 2D virtual grid.
 //! - `api`: the [`Runtime`](crate::Runtime) methods that change settings.
 //!
-//! The way of a coalesced parcel: the sender appends it to the buffer of
-//! (action, destination) under that buffer's lock, encoding the arguments
+//! The way of a coalesced parcel: the sender appends it to *its worker's*
+//! buffer of (action, run kind, destination), encoding the arguments
 //! straight into the frame being built; the policy decides whether the
 //! buffer goes out now. The first parcel into an empty buffer arms the
-//! flush timer, and every flush disarms it. A flushed frame is sent by the
-//! thread that flushed it (the sender, or the timer thread) after the lock
-//! is released. Responses to a coalesced action's calls use the responder's
-//! buffer of the same action towards the caller, so results coalesce too.
+//! flush timer, and every flush disarms it. A worker about to run out of
+//! tasks flushes everything it holds, so a lone call never waits when there
+//! is nothing else to do. A flushed frame is handed to the [`Outbox`] by the
+//! thread that flushed it, after the set's lock is released; a long stream
+//! of sends makes network progress between its frames. Results of calls
+//! coalesce in the responder's buffers of the same action, as calls do.
 //! Before a locality reports its activity to termination detection it
 //! flushes every buffer, so no parcel waits for a job that looks idle.
 //!
-//! Parcels of a coalesced action may overtake one another (two flushes of a
-//! buffer can be sent by two threads), as parcels handled by several
-//! workers always could.
+//! Parcels may overtake one another (two workers fill two buffers for the
+//! same destination), as parcels handled by several workers always could.
 
 mod api;
 mod buffer;
 mod policy;
+mod set;
+mod settings;
 mod timer;
 mod topology;
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-use parking_lot::Mutex;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(crate) use buffer::LaneStats;
 pub(crate) use policy::Reason;
 pub use policy::{BytePolicy, Coalescing, CountPolicy};
-pub(crate) use timer::Lateness;
+pub(crate) use timer::{Key, Lateness};
 
 use buffer::Buffer;
-use timer::{Epoch, FlushTimer, Key};
+use set::{BufferSet, Buffers, lane, lane_parts};
+use settings::Settings;
+use timer::{Epoch, FlushTimer};
 
-use crate::action::registry;
-use crate::parcel::{FRAME_HEADROOM, Failure, FrameBuilder};
-use crate::runtime::{Locality, LocalityId};
+use crate::action::{ActionId, registry};
+use crate::parcel::{EncodeError, FRAME_HEADROOM, Failure, FrameBuilder, RunKind};
+use crate::runtime::LocalityId;
+use crate::sched::Scheduler;
 
-/// The buffers of one action, one per destination, made on first use.
-#[derive(Debug)]
-struct Lane {
-    /// Whether any destination of this action has coalescing on: the one
-    /// load an uncoalesced action pays.
-    active: AtomicBool,
-    /// Whether any setting of this action routes through a 2D grid.
-    routed: AtomicBool,
-    /// Calls of this action this locality forwarded for others.
-    forwarded: AtomicU64,
-    /// The setting of destinations without one of their own.
-    default: Mutex<Coalescing>,
-    buffers: Box<[OnceLock<Box<Mutex<Buffer>>>]>,
+/// Where flushed frames go: the locality's send path.
+pub(crate) trait Outbox: Send + Sync {
+    /// Sends a frame of parcels to `dest` (this locality included). An
+    /// error is the frame's: its parcels' callers learn it.
+    fn send_frame(&self, dest: LocalityId, frame: FrameBuilder) -> Result<(), Failure>;
+
+    /// Makes what network progress is possible without blocking: called
+    /// between the frames of a long stream of sends, so that the stream
+    /// does not starve the locality's receiving.
+    fn progress(&self);
 }
 
 /// The coalescing buffers of one locality and their flush timer.
 #[derive(Debug)]
 pub(crate) struct Aggregator {
     here: LocalityId,
+    count: u32,
     max_frame_bytes: usize,
     epoch: Epoch,
-    lanes: Box<[Lane]>,
+    settings: Settings,
+    /// One set per worker, and a last one shared by every other thread.
+    sets: Box<[BufferSet]>,
+    sched: Arc<Scheduler>,
+    /// Calls of each action this locality forwarded for others.
+    forwarded: Box<[AtomicU64]>,
     timer: FlushTimer,
 }
 
+/// The frames a flush took, to send once the set's lock is released.
+type Taken = Vec<(LocalityId, FrameBuilder)>;
+
+fn encode_failure(e: EncodeError) -> Failure {
+    Failure::EncodeArgs(e.to_string())
+}
+
 impl Aggregator {
-    /// Buffers for `count` destinations; actions marked
-    /// `#[courier::action(coalescing)]` start with `default`, those in
-    /// `per_action` (registry slot, setting) with theirs, the others off.
+    /// Buffers for `count` destinations and the workers of `sched`; actions
+    /// that coalesce by default start with `default`, those in `per_action`
+    /// (registry slot, setting) with theirs, the others off.
     pub(crate) fn new(
         here: LocalityId,
         count: u32,
         max_frame_bytes: usize,
+        sched: Arc<Scheduler>,
         default: Coalescing,
         per_action: &[(usize, Coalescing)],
     ) -> Self {
         let epoch = Epoch::now();
-        let lanes = registry()
-            .entries()
-            .iter()
-            .enumerate()
-            .map(|(slot, entry)| {
-                let configured = per_action.iter().rev().find(|(s, _)| *s == slot);
-                let setting = match configured {
-                    Some((_, setting)) => *setting,
-                    None if entry.coalescing() => default,
-                    None => Coalescing::Off,
-                };
-                Lane {
-                    active: AtomicBool::new(setting.is_on()),
-                    routed: AtomicBool::new(setting.dimensions() > 1),
-                    forwarded: AtomicU64::new(0),
-                    default: Mutex::new(setting),
-                    buffers: (0..count).map(|_| OnceLock::new()).collect(),
-                }
-            })
+        let entries = registry().entries();
+        let settings = Settings::new(entries.iter().enumerate().map(|(slot, entry)| {
+            match per_action.iter().rev().find(|(s, _)| *s == slot) {
+                Some((_, setting)) => *setting,
+                None if entry.coalescing() => default,
+                None => Coalescing::Off,
+            }
+        }));
+        let lanes = lane(entries.len(), RunKind::Calls);
+        let sets = (0..=sched.workers())
+            .map(|_| BufferSet::new(lanes, count as usize))
             .collect();
         Aggregator {
             here,
+            count,
             max_frame_bytes,
             epoch,
-            lanes,
+            settings,
+            sets,
+            sched,
+            forwarded: entries.iter().map(|_| AtomicU64::new(0)).collect(),
             timer: FlushTimer::new(epoch),
         }
     }
 
-    /// Starts the flush timer thread of `locality`.
-    pub(crate) fn start_timer(&self, locality: std::sync::Weak<Locality>) -> std::io::Result<()> {
+    /// Starts the flush timer thread: `fire(key, deadline)` is called when
+    /// a deadline passes (it calls [`flush_due`](Self::flush_due)) and
+    /// returns false once the locality is gone.
+    pub(crate) fn start_timer(
+        &self,
+        fire: impl Fn(Key, u64) -> bool + Send + 'static,
+    ) -> std::io::Result<()> {
         let name = format!("courier-{}-timer", self.here.get());
-        self.timer.start(name, move |key, deadline| {
-            let Some(locality) = locality.upgrade() else {
-                return false;
-            };
-            locality.aggregator.flush_due(&locality, key, deadline);
-            true
-        })
+        self.timer.start(name, fire)
     }
 
     /// Stops the flush timer thread.
@@ -128,117 +141,177 @@ impl Aggregator {
         self.timer.stop();
     }
 
-    fn buffer(&self, slot: usize, dest: LocalityId) -> &Mutex<Buffer> {
-        let lane = &self.lanes[slot];
-        lane.buffers[dest.get() as usize]
-            .get_or_init(|| Box::new(Mutex::new(Buffer::new(self.here, *lane.default.lock()))))
+    /// The set of the calling thread: its worker's, or the shared one.
+    fn my_set(&self) -> (usize, bool) {
+        match self.sched.current_worker() {
+            Some(index) => (index, true),
+            None => (self.sets.len() - 1, false),
+        }
     }
 
-    /// Offers a parcel of the action in registry `slot` for `dest`:
-    /// `push` appends it to a frame. Returns `None`, without calling `push`,
-    /// when the action is not coalesced towards `dest`: the caller sends it
-    /// alone. Otherwise the parcel is buffered, and flushed if the policy
-    /// says so; an error is the parcel's own (it could not be encoded, or
-    /// its frame could not be sent).
+    /// Sends a parcel of `kind` of the action `action` (registry slot
+    /// `slot`) to `dest`: `encode` appends it to a frame. It waits in the
+    /// calling worker's buffer unless the setting is off or the policy
+    /// flushes it. An error is the parcel's own: it did not encode, or a
+    /// frame it went out in could not be sent.
     pub(crate) fn push(
         &self,
-        locality: &Locality,
-        dest: LocalityId,
+        outbox: &dyn Outbox,
+        kind: RunKind,
         slot: usize,
-        push: &mut impl FnMut(&mut FrameBuilder) -> Result<(), Failure>,
-    ) -> Option<Result<(), Failure>> {
-        if !self.lanes.get(slot)?.active.load(Ordering::Relaxed) {
-            return None;
-        }
-        let mut buffer = self.buffer(slot, dest).lock();
-        if !buffer.setting.is_on() {
-            return None;
-        }
-        let mark = buffer.frame().mark();
-        let before = buffer.frame_bytes();
-        if let Err(failure) = push(buffer.frame()) {
-            return Some(Err(failure));
-        }
-        let parcel_bytes = buffer.frame_bytes() - before;
-        let now = self.epoch.elapsed_ns();
-        let decision = buffer.pushed(parcel_bytes, now);
-        let too_big = buffer.frame_bytes() - FRAME_HEADROOM > self.max_frame_bytes;
-        let key = (slot as u32, dest.get());
-        let (first, second) = if too_big && buffer.frame().len() > 1 {
-            // The frame would exceed what the receiver accepts: the others
-            // go first, the new parcel after them in a frame of its own
-            // (where, too large alone, it fails for its own caller).
-            let tail = buffer.split_off(mark);
-            let first = buffer.take(Reason::Bytes);
-            buffer.count_message(Reason::Bytes);
-            (first, Some(tail))
-        } else if too_big {
-            // Alone and too large: fail now, for its own caller.
-            (buffer.take(Reason::Bytes), None)
-        } else {
-            (decision.and_then(|reason| buffer.take(reason)), None)
+        action: ActionId,
+        dest: LocalityId,
+        encode: impl FnOnce(&mut FrameBuilder) -> Result<(), EncodeError>,
+    ) -> Result<(), Failure> {
+        let (set_index, on_worker) = self.my_set();
+        let lane = lane(slot, kind);
+        let mut buffers = self.sets[set_index].lock();
+        let buffer = buffers.get_or_make(lane, dest.index(), || {
+            let frame = FrameBuilder::with_capacity(self.here, kind, action, 1024);
+            Buffer::new(frame, self.settings.get(slot, dest))
+        });
+        let setting = buffer.setting;
+        let Some(policy) = setting.policy() else {
+            drop(buffers);
+            let mut frame = FrameBuilder::new(self.here, kind, action);
+            encode(&mut frame).map_err(encode_failure)?;
+            return outbox.send_frame(dest, frame);
         };
-        if first.is_some() {
+        let was_empty = buffer.frame.is_empty();
+        let mark = buffer.frame.mark();
+        let before = buffer.frame.byte_len();
+        encode(&mut buffer.frame).map_err(encode_failure)?;
+        let parcel_bytes = buffer.frame.byte_len() - before;
+        let now = was_empty.then(|| self.epoch.elapsed_ns());
+        let decision = buffer.pushed(policy, parcel_bytes, now);
+        let too_big = buffer.frame.byte_len() - FRAME_HEADROOM > self.max_frame_bytes;
+        let mut taken: [Option<FrameBuilder>; 2] = [None, None];
+        if too_big || decision.is_some() {
+            let now = self.epoch.elapsed_ns();
+            if too_big && buffer.frame.len() > 1 {
+                // The frame would exceed what the receiver accepts: the
+                // others go first, the new parcel after them in a frame of
+                // its own (where, too large alone, it fails for its caller).
+                let tail = buffer.frame.split_off(mark);
+                taken[0] = buffer.take(Reason::Bytes, now);
+                buffer.count_message(Reason::Bytes);
+                taken[1] = Some(tail);
+            } else {
+                taken[0] = buffer.take(decision.unwrap_or(Reason::Bytes), now);
+            }
             if let Some(deadline) = buffer.armed.take() {
-                self.timer.disarm(deadline, key);
+                self.timer.disarm(deadline, self.key(set_index, lane, dest));
             }
-        } else if buffer.frame().len() == 1 {
-            if let Some(policy) = buffer.setting.policy() {
-                let deadline = now + policy.wait().as_nanos() as u64;
-                buffer.armed = Some(deadline);
-                self.timer.arm(deadline, key);
-            }
+        } else if was_empty {
+            let deadline = now.unwrap_or(0) + policy.wait().as_nanos() as u64;
+            buffer.armed = Some(deadline);
+            self.timer.arm(deadline, self.key(set_index, lane, dest));
+            buffers.list(lane, dest.index());
         }
-        drop(buffer);
+        drop(buffers);
         let mut result = Ok(());
-        for frame in [first, second].into_iter().flatten() {
-            let sent = locality.send_parcels(dest, frame);
-            result = result.and(sent);
+        let mut sent = false;
+        for frame in taken.into_iter().flatten() {
+            result = result.and(outbox.send_frame(dest, frame));
+            sent = true;
         }
-        Some(result)
+        if sent && on_worker {
+            outbox.progress();
+        }
+        result
+    }
+
+    fn key(&self, set: usize, lane: usize, dest: LocalityId) -> Key {
+        Key {
+            set: set as u32,
+            lane: lane as u32,
+            dest: dest.get(),
+        }
+    }
+
+    /// Takes the frame of one buffer, if it holds parcels, and disarms it.
+    fn take(
+        &self,
+        set: usize,
+        buffers: &mut Buffers,
+        lane: usize,
+        dest: usize,
+        reason: Reason,
+        taken: &mut Taken,
+    ) {
+        let Some(buffer) = buffers.get_mut(lane, dest) else {
+            return;
+        };
+        let dest = LocalityId::new(dest as u32);
+        if let Some(deadline) = buffer.armed.take() {
+            self.timer.disarm(deadline, self.key(set, lane, dest));
+        }
+        if let Some(frame) = buffer.take(reason, self.epoch.elapsed_ns()) {
+            taken.push((dest, frame));
+        }
+    }
+
+    /// Sends what a flush took.
+    fn send_taken(outbox: &dyn Outbox, taken: Taken) {
+        for (dest, frame) in taken {
+            // A failure means `dest` is lost; its calls fail through that.
+            let _ = outbox.send_frame(dest, frame);
+        }
     }
 
     /// The timer's deadline for `key` passed: flush it if still armed for it.
-    fn flush_due(&self, locality: &Locality, (slot, dest): Key, deadline: u64) {
-        let dest = LocalityId::new(dest);
-        let mut buffer = self.buffer(slot as usize, dest).lock();
+    pub(crate) fn flush_due(&self, outbox: &dyn Outbox, key: Key, deadline: u64) {
+        let (set, lane, dest) = (key.set as usize, key.lane as usize, key.dest as usize);
+        let mut buffers = self.sets[set].lock();
+        let Some(buffer) = buffers.get_mut(lane, dest) else {
+            return;
+        };
         if buffer.armed != Some(deadline) {
             return;
         }
         buffer.armed = None;
-        let flushed = buffer.take(Reason::Timer);
-        drop(buffer);
-        if let Some(frame) = flushed {
-            // A failure means the peer is lost; its calls fail through that.
-            let _ = locality.send_parcels(dest, frame);
+        let frame = buffer.take(Reason::Timer, self.epoch.elapsed_ns());
+        drop(buffers);
+        if let Some(frame) = frame {
+            let _ = outbox.send_frame(LocalityId::new(key.dest), frame);
         }
     }
 
-    /// Flushes one buffer now, if it exists and holds parcels.
-    fn flush_buffer(&self, locality: &Locality, slot: usize, dest: LocalityId, reason: Reason) {
-        let Some(cell) = self.lanes[slot].buffers[dest.get() as usize].get() else {
-            return;
-        };
-        let mut buffer = cell.lock();
-        let flushed = buffer.take(reason);
-        if let Some(deadline) = buffer.armed.take() {
-            self.timer.disarm(deadline, (slot as u32, dest.get()));
+    /// Flushes every buffer of set `set` that holds parcels; returns
+    /// whether any did.
+    fn flush_set(&self, outbox: &dyn Outbox, set: usize, reason: Reason) -> bool {
+        let mut taken = Vec::new();
+        {
+            let mut buffers = self.sets[set].lock();
+            for (lane, dest) in buffers.take_listed() {
+                self.take(
+                    set,
+                    &mut buffers,
+                    lane as usize,
+                    dest as usize,
+                    reason,
+                    &mut taken,
+                );
+            }
         }
-        drop(buffer);
-        if let Some(frame) = flushed {
-            let _ = locality.send_parcels(dest, frame);
+        let any = !taken.is_empty();
+        Self::send_taken(outbox, taken);
+        any
+    }
+
+    /// Flushes the buffers of the calling worker: it is about to run out
+    /// of tasks. Returns whether it sent anything.
+    pub(crate) fn flush_idle_worker(&self, outbox: &dyn Outbox) -> bool {
+        match self.my_set() {
+            (set, true) => self.flush_set(outbox, set, Reason::Idle),
+            _ => false,
         }
     }
 
     /// Flushes every buffer of this locality.
-    pub(crate) fn flush_all(&self, locality: &Locality, reason: Reason) {
-        for (slot, lane) in self.lanes.iter().enumerate() {
-            if !lane.active.load(Ordering::Relaxed) {
-                continue;
-            }
-            for dest in 0..lane.buffers.len() {
-                self.flush_buffer(locality, slot, LocalityId::new(dest as u32), reason);
-            }
+    pub(crate) fn flush_all(&self, outbox: &dyn Outbox, reason: Reason) {
+        for set in 0..self.sets.len() {
+            self.flush_set(outbox, set, reason);
         }
     }
 
@@ -247,108 +320,87 @@ impl Aggregator {
     /// governs the very next parcel.
     pub(crate) fn set(
         &self,
-        locality: &Locality,
+        outbox: &dyn Outbox,
         slot: usize,
         dest: Option<LocalityId>,
         setting: Coalescing,
     ) {
-        let lane = &self.lanes[slot];
-        let mut default = lane.default.lock();
-        let dests: Vec<u32> = match dest {
-            Some(d) => vec![d.get()],
-            None => {
-                *default = setting;
-                (0..lane.buffers.len() as u32).collect()
+        self.settings.set(slot, dest, setting);
+        for set in 0..self.sets.len() {
+            let mut taken = Vec::new();
+            {
+                let mut buffers = self.sets[set].lock();
+                for kind in RunKind::ALL {
+                    let lane = lane(slot, kind);
+                    let dests: Vec<usize> = buffers
+                        .lane_mut(lane)
+                        .filter(|(d, _)| dest.is_none_or(|want| want.index() == *d))
+                        .map(|(d, buffer)| {
+                            buffer.setting = setting;
+                            d
+                        })
+                        .collect();
+                    for d in dests {
+                        self.take(set, &mut buffers, lane, d, Reason::Changed, &mut taken);
+                    }
+                }
             }
-        };
-        // Activate first, so that no parcel slips past a buffer being turned on.
-        if setting.is_on() {
-            lane.active.store(true, Ordering::Relaxed);
+            Self::send_taken(outbox, taken);
         }
-        for d in dests {
-            let d = LocalityId::new(d);
-            let cell = &lane.buffers[d.get() as usize];
-            if dest.is_some() {
-                // Not `self.buffer`: it would take the default's lock, held here.
-                cell.get_or_init(|| Box::new(Mutex::new(Buffer::new(self.here, setting))));
-            }
-            if let Some(buffer) = cell.get() {
-                buffer.lock().setting = setting;
-            }
-            self.flush_buffer(locality, slot, d, Reason::Changed);
-        }
-        let settings: Vec<Coalescing> = std::iter::once(*default)
-            .chain(
-                lane.buffers
-                    .iter()
-                    .filter_map(OnceLock::get)
-                    .map(|b| b.lock().setting),
-            )
-            .collect();
-        lane.active
-            .store(settings.iter().any(Coalescing::is_on), Ordering::Relaxed);
-        lane.routed.store(
-            settings.iter().any(|c| c.dimensions() > 1),
-            Ordering::Relaxed,
-        );
     }
 
     /// Where a call of the action in `slot` for `dest` goes first: `dest`,
     /// or the intermediate locality of its virtual topology.
-    pub(crate) fn first_hop(&self, slot: usize, dest: LocalityId, count: u32) -> LocalityId {
-        let lane = &self.lanes[slot];
-        if !lane.routed.load(Ordering::Relaxed) {
+    pub(crate) fn first_hop(&self, slot: usize, dest: LocalityId) -> LocalityId {
+        if !self.settings.routed(slot) {
             return dest;
         }
-        let dimensions = self.setting(slot, dest).dimensions();
-        topology::first_hop(self.here, dest, count, dimensions)
+        let dimensions = self.settings.get(slot, dest).dimensions();
+        topology::first_hop(self.here, dest, self.count, dimensions)
     }
 
     /// Counts a call of the action in `slot` forwarded for another locality.
     pub(crate) fn count_forwarded(&self, slot: usize) {
-        self.lanes[slot].forwarded.fetch_add(1, Ordering::Relaxed);
+        self.forwarded[slot].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Calls of the action in `slot` (or of every action) forwarded.
     pub(crate) fn forwarded(&self, slot: Option<usize>) -> u64 {
         match slot {
-            Some(slot) => self.lanes[slot].forwarded.load(Ordering::Relaxed),
+            Some(slot) => self.forwarded[slot].load(Ordering::Relaxed),
             None => self
-                .lanes
+                .forwarded
                 .iter()
-                .map(|l| l.forwarded.load(Ordering::Relaxed))
+                .map(|f| f.load(Ordering::Relaxed))
                 .sum(),
         }
     }
 
     /// The setting of the action in `slot` towards `dest`.
     pub(crate) fn setting(&self, slot: usize, dest: LocalityId) -> Coalescing {
-        let lane = &self.lanes[slot];
-        match lane.buffers[dest.get() as usize].get() {
-            Some(buffer) => buffer.lock().setting,
-            None => *lane.default.lock(),
-        }
+        self.settings.get(slot, dest)
     }
 
     /// The setting of the action in `slot` for destinations without one of their own.
     pub(crate) fn default_setting(&self, slot: usize) -> Coalescing {
-        *self.lanes[slot].default.lock()
+        self.settings.default(slot)
     }
 
-    /// What the buffers of the action in `slot` have done, over all destinations.
-    pub(crate) fn stats(&self, slot: usize) -> LaneStats {
+    /// What the buffers of the action in `slot` (of every action: `None`)
+    /// have done, over all workers, kinds and destinations.
+    pub(crate) fn stats(&self, slot: Option<usize>) -> LaneStats {
         let mut total = LaneStats::default();
-        for buffer in self.lanes[slot].buffers.iter().filter_map(OnceLock::get) {
-            total.add(&buffer.lock().stats);
-        }
-        total
-    }
-
-    /// What the buffers of every action have done.
-    pub(crate) fn total_stats(&self) -> LaneStats {
-        let mut total = LaneStats::default();
-        for slot in 0..self.lanes.len() {
-            total.add(&self.stats(slot));
+        let lanes = lane(registry().entries().len(), RunKind::Calls);
+        for set in self.sets.iter() {
+            let mut buffers = set.lock();
+            for lane in 0..lanes {
+                if slot.is_some_and(|s| lane_parts(lane).0 != s) {
+                    continue;
+                }
+                for (_, buffer) in buffers.lane_mut(lane) {
+                    total.add(&buffer.stats);
+                }
+            }
         }
         total
     }

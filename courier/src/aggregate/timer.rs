@@ -25,8 +25,15 @@ use crate::sched::{POLL_BUCKETS, clock, poll_bucket};
 /// timer slack at 1 ns. A firing costs at most this much CPU.
 const SPIN_NS: u64 = 20_000;
 
-/// Which buffer a deadline belongs to: (action slot, destination).
-pub(crate) type Key = (u32, u32);
+/// Which buffer a deadline belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Key {
+    /// The buffer set (a worker's, or the one shared by other threads).
+    pub(crate) set: u32,
+    /// The lane: action slot and run kind.
+    pub(crate) lane: u32,
+    pub(crate) dest: u32,
+}
 
 /// Nanoseconds on one locality's coalescing clock (the TSC, via quanta).
 #[derive(Debug, Clone, Copy)]
@@ -208,13 +215,18 @@ mod tests {
             })
             .unwrap();
         let now = epoch.elapsed_ns();
-        timer.arm(now + 30_000_000, (3, 0));
-        timer.arm(now + 10_000_000, (1, 0));
-        timer.arm(now + 20_000_000, (2, 0));
-        timer.disarm(now + 20_000_000, (2, 0));
+        let key = |lane| Key {
+            set: 0,
+            lane,
+            dest: 0,
+        };
+        timer.arm(now + 30_000_000, key(3));
+        timer.arm(now + 10_000_000, key(1));
+        timer.arm(now + 20_000_000, key(2));
+        timer.disarm(now + 20_000_000, key(2));
         let (first, t1) = rx.recv_timeout(Duration::from_secs(5)).unwrap();
         let (second, t2) = rx.recv_timeout(Duration::from_secs(5)).unwrap();
-        assert_eq!((first, second), ((1, 0), (3, 0)));
+        assert_eq!((first, second), (key(1), key(3)));
         assert!(t1 >= now + 10_000_000 && t2 >= now + 30_000_000);
         assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
         let (counts, _) = timer.lateness().load();

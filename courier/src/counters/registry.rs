@@ -321,8 +321,8 @@ macro_rules! traffic_counter {
 fn coalescing_stats(s: &Sources<'_>, params: Option<&str>) -> Result<LaneStats, String> {
     let aggregator = &s.locality.aggregator;
     match params.map(|p| p.split(',').next().unwrap_or(p)) {
-        None | Some("") => Ok(aggregator.total_stats()),
-        Some(action) => Ok(aggregator.stats(action_slot(action)?)),
+        None | Some("") => Ok(aggregator.stats(None)),
+        Some(action) => Ok(aggregator.stats(Some(action_slot(action)?))),
     }
 }
 
@@ -423,6 +423,11 @@ pub(crate) static TYPES: &[CounterType] = &[
         "/coalescing/count/flush-cutoff",
         Cutoff,
         "flushes because a parcel exceeded cutoff x buffer_bytes"
+    ),
+    flush_counter!(
+        "/coalescing/count/flush-idle",
+        Idle,
+        "flushes because the worker that filled the buffer ran out of tasks"
     ),
     flush_counter!(
         "/coalescing/count/flush-shutdown",

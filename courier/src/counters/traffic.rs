@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::{ActionId, registry};
+use crate::action::registry;
 
 /// Call parcels of one action in one direction.
 #[derive(Debug, Default)]
@@ -55,10 +55,11 @@ impl Direction {
         self.time_ns.fetch_add(time_ns, Ordering::Relaxed);
     }
 
-    /// Counts one call parcel of `action` with `payload_bytes` of arguments.
-    pub(crate) fn add_call(&self, action: ActionId, payload_bytes: u64) {
-        if let Some(counts) = registry().slot(action).and_then(|s| self.per_action.get(s)) {
-            counts.parcels.fetch_add(1, Ordering::Relaxed);
+    /// Counts `parcels` call parcels of the action in registry slot `slot`
+    /// with `payload_bytes` of arguments (a run of them: once per frame).
+    pub(crate) fn add_calls(&self, slot: usize, parcels: u64, payload_bytes: u64) {
+        if let Some(counts) = self.per_action.get(slot) {
+            counts.parcels.fetch_add(parcels, Ordering::Relaxed);
             counts
                 .payload_bytes
                 .fetch_add(payload_bytes, Ordering::Relaxed);

@@ -164,3 +164,14 @@ impl fmt::Display for CallError {
 }
 
 impl std::error::Error for CallError {}
+
+/// Turns a panic payload into its message.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
+    }
+}

@@ -1,31 +1,30 @@
-//! Parcels: the active messages that carry calls and their results.
+//! Parcels: the active messages that carry calls and their results, and
+//! the frames that carry parcels.
 //!
-//! - `codec`: the versioned wire format of frames and parcels.
-//! - `pending`: the table of calls waiting for their results, and
-//!   [`CallFuture`].
+//! - `wire`: the versioned layout of frames, runs and parcels, and the
+//!   bounds-checked reader of received frames.
+//! - `frame`: [`FrameBuilder`], a run of parcels being built, arguments
+//!   and results encoded straight into it.
+//! - `pending`: the table of calls waiting for their results,
+//!   [`CallFuture`] and [`BatchFuture`].
 //! - `error`: [`CallError`], why a call produced no result.
 //!
-//! The way of a parcel: [`Runtime::call`](crate::Runtime::call) registers a
-//! pending entry and encodes the arguments straight into a frame: the
-//! action's coalescing buffer for that destination (see `aggregate`), or a
-//! frame of its own that goes to the transport at once. The receiver
-//! decodes the frame on the thread driving its transport and spawns one task
-//! per 32 calls; the task runs each action (one that waits gets a task of
-//! its own) and sends a response parcel back (or forwards the output to a
-//! continuation), and the response completes the pending entry, waking the
-//! caller. The pending table is a sharded slab: a request id names its
-//! place directly, with a generation that turns away stale responses, and
-//! the place holds the result and the waker (no channel per call).
+//! A frame built by a coalescing buffer holds one *run*: the parcels of one
+//! action for one destination, the action named once in the run's header.
+//! A parcel carries only its reply slot and its arguments (three to five
+//! bytes for a small `post`); a response only its request id and output.
 
-mod codec;
 mod error;
+mod frame;
 mod pending;
+mod wire;
 
-pub(crate) use codec::{
-    ActivityCounts, Caller, Control, FRAME_HEADROOM, FrameBody, FrameBuilder, FrameMark, Parcel,
-    ReplyTo, WIRE_VERSION, decode_call, decode_frame, encode_control,
-};
 pub use error::CallError;
-pub(crate) use error::{Failure, RemoteError};
-pub use pending::CallFuture;
-pub(crate) use pending::PendingTable;
+pub(crate) use error::{Failure, RemoteError, panic_message};
+pub(crate) use frame::{EncodeError, FrameBuilder, encode_control};
+pub use pending::{BatchFuture, CallFuture};
+pub(crate) use pending::{BatchResults, Path, PendingCall, PendingTable, Response};
+pub(crate) use wire::{
+    ActivityCounts, Caller, Control, DecodeError, FRAME_HEADROOM, FrameBody, ParcelReader, ReplyTo,
+    RunKind, WIRE_VERSION, decode_call, decode_frame,
+};

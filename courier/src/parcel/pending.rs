@@ -1,4 +1,4 @@
-//! The pending-result table and [`CallFuture`].
+//! The pending-result table, [`CallFuture`] and [`BatchFuture`].
 //!
 //! A remote call takes a place in the table under a fresh request id; the
 //! response parcel (or the loss of a locality on the call's path) completes
@@ -6,46 +6,184 @@
 //! table is a sharded slab: a request id names its place directly, with a
 //! generation that turns stale or duplicated responses away, and the result
 //! and the waker live in the place itself (no channel per call).
+//!
+//! A batch of calls ([`Runtime::call_batch`](crate::Runtime::call_batch))
+//! takes one place for all its calls: each call carries the batch's request
+//! id and its own *part* number, and each response is decoded straight into
+//! the batch's typed result vector, so a batch of a million calls makes one
+//! future and one waker, not a million.
 
+use std::any::Any;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll, Waker};
 
+use bytes::Bytes;
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
 use super::error::{CallError, Failure};
 use crate::runtime::LocalityId;
-use crate::sched::JoinHandle;
-
-/// What a pending call is completed with: the encoded output or a failure.
-pub(crate) type Completion = Result<Vec<u8>, Failure>;
 
 /// Number of independently locked shards; a power of two.
 const SHARDS: usize = 16;
 const SHARD_BITS: u32 = SHARDS.trailing_zeros();
 
-/// The life of one place of the table.
+/// The localities a batch of calls sent to: losing any fails it. A bit per
+/// locality.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Path(Box<[u64]>);
+
+impl Path {
+    /// The path of a batch that sent nothing yet, among `count` localities.
+    pub(crate) fn empty_set(count: u32) -> Path {
+        Path(vec![0u64; (count as usize).div_ceil(64)].into_boxed_slice())
+    }
+
+    /// The path of a batch of calls to `dests`, among `count` localities.
+    #[cfg(test)]
+    pub(crate) fn of_batch(count: u32, dests: impl IntoIterator<Item = LocalityId>) -> Path {
+        let mut path = Path::empty_set(count);
+        for d in dests {
+            path.insert(d);
+        }
+        path
+    }
+
+    /// Adds `peer` to the path.
+    pub(crate) fn insert(&mut self, peer: LocalityId) {
+        if let Some(word) = self.0.get_mut(peer.index() / 64) {
+            *word |= 1 << (peer.index() % 64);
+        }
+    }
+
+    /// Whether the path passes through `peer`.
+    pub(crate) fn contains(&self, peer: LocalityId) -> bool {
+        self.0
+            .get(peer.index() / 64)
+            .is_some_and(|w| w & (1 << (peer.index() % 64)) != 0)
+    }
+}
+
+/// Where the typed results of a batch go as their responses come.
+pub(crate) trait BatchSink: Send + 'static {
+    /// Decodes the result of part `part`. Returns whether it was new (a
+    /// duplicated or out-of-range part is ignored).
+    fn put(&mut self, part: u32, bytes: &[u8]) -> Result<bool, Failure>;
+
+    /// Forgets the parts from `parts` on: the batch sent fewer calls than
+    /// it made room for.
+    fn truncate(&mut self, parts: u32);
+
+    /// The sink as `Any`, for the future to take its typed results back.
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
+}
+
+/// The results of a batch of calls of an action returning `T`.
+pub(crate) struct BatchResults<T> {
+    values: Vec<Option<T>>,
+    /// How many calls the batch has sent so far: a result for a part not
+    /// sent yet is forged (and must not make the vector grow).
+    sent: Arc<AtomicU32>,
+}
+
+impl<T> BatchResults<T> {
+    /// Results with room for `expected` calls; `sent` counts the calls sent.
+    pub(crate) fn new(expected: usize, sent: Arc<AtomicU32>) -> Self {
+        BatchResults {
+            values: Vec::with_capacity(expected),
+            sent,
+        }
+    }
+}
+
+impl<T: DeserializeOwned + Send + 'static> BatchSink for BatchResults<T> {
+    fn put(&mut self, part: u32, bytes: &[u8]) -> Result<bool, Failure> {
+        if part >= self.sent.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        let index = part as usize;
+        if index >= self.values.len() {
+            self.values.resize_with(index + 1, || None);
+        }
+        let place = &mut self.values[index];
+        if place.is_some() {
+            return Ok(false);
+        }
+        let value =
+            postcard::from_bytes(bytes).map_err(|e| Failure::DecodeResult(e.to_string()))?;
+        *place = Some(value);
+        Ok(true)
+    }
+
+    fn truncate(&mut self, parts: u32) {
+        self.values.resize_with(parts as usize, || None);
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        self
+    }
+}
+
+/// What a finished call or batch leaves for its future.
+enum Output {
+    /// A single call's encoded output.
+    Single(Bytes),
+    /// A batch's results, every part filled.
+    Batch(Box<dyn BatchSink>),
+}
+
+/// A failure, and the locality it came from when known.
+type Failed = (Failure, Option<LocalityId>);
+
+/// What a batch keeps in its place of the table, beside what any call does.
+struct Batch {
+    /// Where it sent calls.
+    path: Path,
+    /// How many calls it sent; unknown (`None`) until it is sealed.
+    parts: Option<u32>,
+    /// How many results came.
+    done: u32,
+    sink: Option<Box<dyn BatchSink>>,
+}
+
+/// The life of one place of the table. Kept small (a place is 48 bytes):
+/// a million calls in flight is a common case, and their places are
+/// touched three times each.
 #[derive(Default)]
 enum State {
     /// Free for the next call.
     #[default]
     Free,
-    /// A call waits for its result; its future may have left a waker. The
-    /// path lists the localities the call passes through (the target, the
-    /// continuation's locality, the first hop of its virtual topology);
-    /// losing any of them fails the call.
+    /// A call waits for its result; its future may have left a waker.
+    /// `hops` are the localities a single call passes through (the target,
+    /// the continuation's locality, the first hop of its virtual topology);
+    /// a batch keeps its own.
     Waiting {
-        path: [LocalityId; 3],
+        hops: [LocalityId; 3],
         waker: Option<Waker>,
+        batch: Option<Box<Batch>>,
     },
-    /// The result came; the future has not taken it yet.
-    Done(Completion),
-    /// The future was dropped first: the result will be thrown away.
-    Abandoned { path: [LocalityId; 3] },
+    /// Every result came (or one failure); the future has not taken it yet.
+    Done(Result<Output, Box<Failed>>),
+    /// The future was dropped first: the results are thrown away as they
+    /// come, `remaining` more of them.
+    Abandoned {
+        hops: [LocalityId; 3],
+        remaining: u32,
+        batch: Option<Box<Batch>>,
+    },
+}
+
+/// Whether losing `peer` fails a call with these hops and batch.
+fn involves(hops: &[LocalityId; 3], batch: &Option<Box<Batch>>, peer: LocalityId) -> bool {
+    match batch {
+        Some(batch) => batch.path.contains(peer),
+        None => hops.contains(&peer),
+    }
 }
 
 /// One place of a shard's slab. The generation grows every time the place
@@ -81,8 +219,16 @@ fn split_id(request: u64) -> (usize, usize, u32) {
     )
 }
 
+/// How a response completes a place.
+pub(crate) enum Response<'a> {
+    /// The encoded output, a part of the frame that brought it.
+    Output(&'a Bytes, &'a [u8]),
+    /// Why there is none.
+    Failed(Failure),
+}
+
 impl Shard {
-    fn insert(&mut self, path: [LocalityId; 3]) -> Option<(u32, u32)> {
+    fn insert(&mut self, state: State) -> Option<(u32, u32)> {
         let index = match self.free.pop() {
             Some(index) => index,
             None => {
@@ -94,7 +240,7 @@ impl Shard {
             }
         };
         let slot = &mut self.slots[index as usize];
-        slot.state = State::Waiting { path, waker: None };
+        slot.state = state;
         self.len += 1;
         Some((index, slot.generation))
     }
@@ -114,25 +260,56 @@ impl Shard {
         self.len -= 1;
     }
 
-    /// Stores the result of a waiting call; returns whether the request was
-    /// pending, and the waker to wake (after the lock is released).
+    /// Applies the response for `part` of a pending request from `from`;
+    /// returns whether the request was pending, and the waker to wake
+    /// (after the lock is released).
     fn complete(
         &mut self,
         index: usize,
         generation: u32,
-        completion: Completion,
+        part: u32,
+        from: Option<LocalityId>,
+        response: Response<'_>,
     ) -> (bool, Option<Waker>) {
         let Some(slot) = self.slot(index, generation) else {
             return (false, None);
         };
         match &mut slot.state {
-            State::Waiting { waker, .. } => {
+            State::Waiting { waker, batch, .. } => {
+                let result = match (response, batch) {
+                    (Response::Failed(failure), _) => Err(Box::new((failure, from))),
+                    // A part number for a single call: forged.
+                    (Response::Output(..), None) if part != 0 => return (false, None),
+                    (Response::Output(frame, bytes), None) => {
+                        Ok(Output::Single(frame.slice_ref(bytes)))
+                    }
+                    (Response::Output(_, bytes), Some(batch)) => {
+                        let sink = batch.sink.as_mut().expect("a waiting batch has its sink");
+                        match sink.put(part, bytes) {
+                            Ok(false) => return (false, None),
+                            Err(failure) => Err(Box::new((failure, from))),
+                            Ok(true) => {
+                                batch.done += 1;
+                                if batch.parts != Some(batch.done) {
+                                    return (true, None);
+                                }
+                                Ok(Output::Batch(
+                                    batch.sink.take().expect("a waiting batch has its sink"),
+                                ))
+                            }
+                        }
+                    }
+                };
                 let waker = waker.take();
-                slot.state = State::Done(completion);
+                slot.state = State::Done(result);
                 (true, waker)
             }
-            State::Abandoned { .. } => {
-                self.free(index);
+            State::Abandoned { remaining, .. } => {
+                if *remaining > 1 && matches!(response, Response::Output(..)) {
+                    *remaining -= 1;
+                } else {
+                    self.free(index);
+                }
                 (true, None)
             }
             State::Done(_) | State::Free => (false, None),
@@ -142,7 +319,6 @@ impl Shard {
 
 /// Calls waiting for their result, by request id.
 pub(crate) struct PendingTable {
-    next: AtomicU64,
     shards: [Mutex<Shard>; SHARDS],
 }
 
@@ -157,24 +333,31 @@ impl std::fmt::Debug for PendingTable {
 impl Default for PendingTable {
     fn default() -> Self {
         PendingTable {
-            next: AtomicU64::new(0),
             shards: std::array::from_fn(|_| Mutex::default()),
         }
     }
 }
 
+/// The shard the calling thread registers its next call in: each thread
+/// goes round the shards on its own, so that threads rarely meet on a
+/// shard and no counter is shared between them.
+fn next_shard() -> usize {
+    thread_local! {
+        static NEXT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+    NEXT.with(|next| {
+        let shard = next.get();
+        next.set(shard.wrapping_add(1));
+        shard & (SHARDS - 1)
+    })
+}
+
 impl PendingTable {
-    /// Registers a call passing through `path`; returns its request id and
-    /// the handle its future waits on.
-    ///
-    /// # Panics
-    ///
-    /// With more than 2^32 calls pending at once.
-    pub(crate) fn register(self: &Arc<Self>, path: [LocalityId; 3]) -> (u64, PendingCall) {
-        let shard = (self.next.fetch_add(1, Ordering::Relaxed) as usize) & (SHARDS - 1);
+    fn insert(self: &Arc<Self>, state: State) -> (u64, PendingCall) {
+        let shard = next_shard();
         let (index, generation) = self.shards[shard]
             .lock()
-            .insert(path)
+            .insert(state)
             .expect("more than 2^32 calls pending at once");
         let request = request_id(shard, index, generation);
         let call = PendingCall {
@@ -185,33 +368,108 @@ impl PendingTable {
         (request, call)
     }
 
-    /// Completes `request`. Returns false if no such call is pending (a
+    /// Registers a call passing through `hops`; returns its request id and
+    /// the handle its future waits on.
+    ///
+    /// # Panics
+    ///
+    /// With more than 2^32 calls pending at once.
+    pub(crate) fn register(self: &Arc<Self>, hops: [LocalityId; 3]) -> (u64, PendingCall) {
+        self.insert(State::Waiting {
+            hops,
+            waker: None,
+            batch: None,
+        })
+    }
+
+    /// Registers a batch of calls whose results `sink` decodes, before its
+    /// calls are sent; [`seal`](Self::seal) says how many were and where.
+    pub(crate) fn register_batch(self: &Arc<Self>, sink: Box<dyn BatchSink>) -> (u64, PendingCall) {
+        self.insert(State::Waiting {
+            hops: [LocalityId::ROOT; 3],
+            waker: None,
+            batch: Some(Box::new(Batch {
+                path: Path::empty_set(0),
+                parts: None,
+                done: 0,
+                sink: Some(sink),
+            })),
+        })
+    }
+
+    /// Says that batch `request` sent `parts` calls, to the localities of
+    /// `path`: it is complete once that many results came (at once, if they
+    /// all did already).
+    pub(crate) fn seal(&self, request: u64, parts: u32, path: Path) {
+        let (shard, index, generation) = split_id(request);
+        let mut shard = self.shards[shard].lock();
+        let Some(slot) = shard.slot(index, generation) else {
+            return;
+        };
+        let State::Waiting {
+            batch: Some(batch),
+            waker,
+            ..
+        } = &mut slot.state
+        else {
+            return;
+        };
+        batch.path = path;
+        batch.parts = Some(parts);
+        let sink = batch.sink.as_mut().expect("a waiting batch has its sink");
+        sink.truncate(parts);
+        if batch.done == parts {
+            let sink = batch.sink.take().expect("a waiting batch has its sink");
+            debug_assert!(waker.is_none(), "a batch's future comes after its seal");
+            slot.state = State::Done(Ok(Output::Batch(sink)));
+        }
+    }
+
+    /// Completes `part` of `request` with a response from `from` (`None`:
+    /// from this locality). Returns false if no such call is pending (a
     /// duplicate or forged response).
-    pub(crate) fn complete(&self, request: u64, completion: Completion) -> bool {
+    pub(crate) fn complete(
+        &self,
+        request: u64,
+        part: u32,
+        from: Option<LocalityId>,
+        response: Response<'_>,
+    ) -> bool {
         let (shard, index, generation) = split_id(request);
         let (pending, waker) = self.shards[shard]
             .lock()
-            .complete(index, generation, completion);
+            .complete(index, generation, part, from, response);
         if let Some(waker) = waker {
             waker.wake();
         }
         pending
     }
 
+    /// Fails `request` at once (its call could not be sent).
+    pub(crate) fn fail(&self, request: u64, failure: Failure) {
+        self.complete(request, 0, None, Response::Failed(failure));
+    }
+
     /// Fails every call whose path includes `peer`.
     pub(crate) fn fail_peer(&self, peer: LocalityId, reason: &str) {
         self.fail_where(
-            |path| path.contains(&peer),
+            |hops, batch| involves(hops, batch, peer),
             || Failure::PeerLost(reason.to_owned()),
+            Some(peer),
         );
     }
 
     /// Fails every pending call (shutdown).
     pub(crate) fn fail_all(&self, failure: impl Fn() -> Failure) {
-        self.fail_where(|_| true, failure);
+        self.fail_where(|_, _| true, failure, None);
     }
 
-    fn fail_where(&self, pred: impl Fn(&[LocalityId; 3]) -> bool, failure: impl Fn() -> Failure) {
+    fn fail_where(
+        &self,
+        pred: impl Fn(&[LocalityId; 3], &Option<Box<Batch>>) -> bool,
+        failure: impl Fn() -> Failure,
+        from: Option<LocalityId>,
+    ) {
         for shard in &self.shards {
             let mut wakers = Vec::new();
             {
@@ -219,12 +477,14 @@ impl PendingTable {
                 for index in 0..shard.slots.len() {
                     let slot = &shard.slots[index];
                     let doomed = match &slot.state {
-                        State::Waiting { path, .. } | State::Abandoned { path } => pred(path),
+                        State::Waiting { hops, batch, .. }
+                        | State::Abandoned { hops, batch, .. } => pred(hops, batch),
                         State::Done(_) | State::Free => false,
                     };
                     if doomed {
                         let generation = slot.generation;
-                        let (_, waker) = shard.complete(index, generation, Err(failure()));
+                        let (_, waker) =
+                            shard.complete(index, generation, 0, from, Response::Failed(failure()));
                         wakers.extend(waker);
                     }
                 }
@@ -242,7 +502,7 @@ impl PendingTable {
 }
 
 /// The waiting end of a pending call: polls its place in the table and
-/// frees it; dropped early, it leaves the result to be thrown away.
+/// frees it; dropped early, it leaves the results to be thrown away.
 pub(crate) struct PendingCall {
     table: Arc<PendingTable>,
     request: u64,
@@ -250,15 +510,15 @@ pub(crate) struct PendingCall {
 }
 
 impl PendingCall {
-    fn poll_completion(&mut self, cx: &mut Context<'_>) -> Poll<Completion> {
+    fn poll_completion(&mut self, cx: &mut Context<'_>) -> Poll<Result<Output, Box<Failed>>> {
         if self.taken {
-            return Poll::Ready(Err(Failure::ShuttingDown));
+            return Poll::Ready(Err(Box::new((Failure::ShuttingDown, None))));
         }
         let (shard, index, generation) = split_id(self.request);
         let mut shard = self.table.shards[shard].lock();
         let Some(slot) = shard.slot(index, generation) else {
             self.taken = true;
-            return Poll::Ready(Err(Failure::ShuttingDown));
+            return Poll::Ready(Err(Box::new((Failure::ShuttingDown, None))));
         };
         match &mut slot.state {
             State::Waiting { waker, .. } => {
@@ -269,16 +529,16 @@ impl PendingCall {
                 Poll::Pending
             }
             State::Done(_) => {
-                let State::Done(completion) = std::mem::take(&mut slot.state) else {
+                let State::Done(result) = std::mem::take(&mut slot.state) else {
                     unreachable!("matched Done above")
                 };
                 shard.free(index);
                 self.taken = true;
-                Poll::Ready(completion)
+                Poll::Ready(result)
             }
             State::Abandoned { .. } | State::Free => {
                 self.taken = true;
-                Poll::Ready(Err(Failure::ShuttingDown))
+                Poll::Ready(Err(Box::new((Failure::ShuttingDown, None))))
             }
         }
     }
@@ -294,17 +554,26 @@ impl Drop for PendingCall {
         let Some(slot) = shard.slot(index, generation) else {
             return;
         };
-        match &slot.state {
-            State::Waiting { path, .. } => slot.state = State::Abandoned { path: *path },
+        match std::mem::take(&mut slot.state) {
+            State::Waiting { hops, batch, .. } => {
+                let remaining = match &batch {
+                    Some(b) => b.parts.unwrap_or(u32::MAX).saturating_sub(b.done),
+                    None => 1,
+                };
+                slot.state = State::Abandoned {
+                    hops,
+                    remaining,
+                    batch,
+                };
+            }
             State::Done(_) => shard.free(index),
-            State::Abandoned { .. } | State::Free => {}
+            other => slot.state = other,
         }
     }
 }
 
-enum Waiting<T> {
+enum Waiting {
     Remote(PendingCall),
-    Local(async_task::FallibleTask<Result<T, Failure>>),
     Failed(Option<Failure>),
 }
 
@@ -316,7 +585,7 @@ enum Waiting<T> {
 pub struct CallFuture<T> {
     action: &'static str,
     locality: LocalityId,
-    state: Waiting<T>,
+    state: Waiting,
     _output: PhantomData<fn() -> T>,
 }
 
@@ -334,19 +603,11 @@ impl<T> CallFuture<T> {
         Self::with_state(action, locality, Waiting::Remote(call))
     }
 
-    pub(crate) fn local(
-        action: &'static str,
-        locality: LocalityId,
-        task: JoinHandle<Result<T, Failure>>,
-    ) -> Self {
-        Self::with_state(action, locality, Waiting::Local(task.fallible()))
-    }
-
     pub(crate) fn failed(action: &'static str, locality: LocalityId, failure: Failure) -> Self {
         Self::with_state(action, locality, Waiting::Failed(Some(failure)))
     }
 
-    fn with_state(action: &'static str, locality: LocalityId, state: Waiting<T>) -> Self {
+    fn with_state(action: &'static str, locality: LocalityId, state: Waiting) -> Self {
         CallFuture {
             action,
             locality,
@@ -376,16 +637,13 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
         let result = match &mut this.state {
             Waiting::Remote(call) => match call.poll_completion(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Ok(bytes)) => {
+                Poll::Ready(Ok(Output::Single(bytes))) => {
                     postcard::from_bytes(&bytes).map_err(|e| Failure::DecodeResult(e.to_string()))
                 }
-                Poll::Ready(Err(failure)) => Err(failure),
-            },
-            Waiting::Local(task) => match Pin::new(task).poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(result)) => result,
-                // The scheduler dropped the task: the job is ending.
-                Poll::Ready(None) => Err(Failure::ShuttingDown),
+                Poll::Ready(Ok(Output::Batch(_))) => {
+                    unreachable!("a single call completed as a batch")
+                }
+                Poll::Ready(Err(failed)) => Err(failed.0),
             },
             Waiting::Failed(failure) => Err(failure
                 .take()
@@ -395,14 +653,113 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
     }
 }
 
+enum BatchWaiting {
+    Remote(PendingCall),
+    Empty,
+}
+
+/// The future results of a batch of calls
+/// ([`Runtime::call_batch`](crate::Runtime::call_batch)): every output, in
+/// the order of the calls, or the first [`CallError`].
+///
+/// Dropping it does not cancel the calls; their results are then discarded.
+#[must_use = "the results of a batch are lost unless its future is awaited"]
+pub struct BatchFuture<T> {
+    action: &'static str,
+    /// The locality to blame for a failure whose origin is unknown.
+    here: LocalityId,
+    state: BatchWaiting,
+    _output: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for BatchFuture<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchFuture")
+            .field("action", &self.action)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> BatchFuture<T> {
+    pub(crate) fn remote(action: &'static str, here: LocalityId, call: PendingCall) -> Self {
+        Self::with_state(action, here, BatchWaiting::Remote(call))
+    }
+
+    pub(crate) fn empty(action: &'static str, here: LocalityId) -> Self {
+        Self::with_state(action, here, BatchWaiting::Empty)
+    }
+
+    fn with_state(action: &'static str, here: LocalityId, state: BatchWaiting) -> Self {
+        BatchFuture {
+            action,
+            here,
+            state,
+            _output: PhantomData,
+        }
+    }
+
+    /// The full path of the called action.
+    pub fn action(&self) -> &'static str {
+        self.action
+    }
+}
+
+impl<T> Unpin for BatchFuture<T> {}
+
+impl<T: DeserializeOwned + Send + 'static> Future for BatchFuture<T> {
+    type Output = Result<Vec<T>, CallError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let result = match &mut this.state {
+            BatchWaiting::Empty => Ok(Vec::new()),
+            BatchWaiting::Remote(call) => match call.poll_completion(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Ok(Output::Batch(sink))) => {
+                    let results = sink
+                        .into_any()
+                        .downcast::<BatchResults<T>>()
+                        .unwrap_or_else(|_| unreachable!("a batch's sink holds its output type"));
+                    Ok(results
+                        .values
+                        .into_iter()
+                        .map(|v| v.expect("a finished batch has every part"))
+                        .collect())
+                }
+                Poll::Ready(Ok(Output::Single(_))) => {
+                    unreachable!("a batch completed as a single call")
+                }
+                Poll::Ready(Err(failed)) => {
+                    let (failure, from) = *failed;
+                    Err((failure, from.unwrap_or(this.here)))
+                }
+            },
+        };
+        Poll::Ready(result.map_err(|(f, at)| CallError::new(this.action, at, f)))
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::task::Wake;
 
+    /// A result as a test sees it.
+    type Completion = Result<Vec<u8>, Failure>;
+
     fn ok(byte: u8) -> Completion {
         Ok(vec![byte])
+    }
+
+    /// Completes part 0 of `request` with `completion`.
+    fn complete(table: &PendingTable, request: u64, completion: Completion) -> bool {
+        match completion {
+            Ok(bytes) => {
+                let frame = Bytes::from(bytes);
+                table.complete(request, 0, None, Response::Output(&frame, &frame[..]))
+            }
+            Err(failure) => table.complete(request, 0, None, Response::Failed(failure)),
+        }
     }
 
     /// Counts its wake-ups.
@@ -416,6 +773,11 @@ mod tests {
 
     fn poll(call: &mut PendingCall, waker: &Waker) -> Poll<Completion> {
         call.poll_completion(&mut Context::from_waker(waker))
+            .map(|result| match result {
+                Ok(Output::Single(bytes)) => Ok(bytes.to_vec()),
+                Ok(Output::Batch(_)) => panic!("a single call completed as a batch"),
+                Err(failed) => Err(failed.0),
+            })
     }
 
     #[test]
@@ -423,11 +785,11 @@ mod tests {
         let table = Arc::new(PendingTable::default());
         let path = [LocalityId::new(1); 3];
         let (first, mut call) = table.register(path);
-        assert!(table.complete(first, ok(1)));
-        assert!(!table.complete(first, ok(2)), "a duplicate response");
+        assert!(complete(&table, first, ok(1)));
+        assert!(!complete(&table, first, ok(2)), "a duplicate response");
         assert_eq!(poll(&mut call, Waker::noop()), Poll::Ready(ok(1)));
         assert!(
-            !table.complete(first, ok(2)),
+            !complete(&table, first, ok(2)),
             "a response after the result was taken"
         );
         // Fill every shard so that the first place is reused.
@@ -439,16 +801,16 @@ mod tests {
         assert_eq!(split_id(reused.0).1, split_id(first).1);
         assert_ne!(reused.0, first);
         assert!(
-            !table.complete(first, ok(3)),
+            !complete(&table, first, ok(3)),
             "a stale id for a reused place"
         );
         assert_eq!(table.len(), SHARDS);
         for (id, _) in &calls {
-            assert!(table.complete(*id, ok(4)));
+            assert!(complete(&table, *id, ok(4)));
         }
         drop(calls);
         assert_eq!(table.len(), 0, "dropped futures free their places");
-        assert!(!table.complete(u64::MAX, ok(5)), "a forged id");
+        assert!(!complete(&table, u64::MAX, ok(5)), "a forged id");
     }
 
     #[test]
@@ -459,14 +821,14 @@ mod tests {
         let (id, mut call) = table.register([LocalityId::new(1); 3]);
         assert_eq!(poll(&mut call, &waker), Poll::Pending);
         assert_eq!(poll(&mut call, &waker), Poll::Pending);
-        assert!(table.complete(id, ok(7)));
+        assert!(complete(&table, id, ok(7)));
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
         assert_eq!(poll(&mut call, &waker), Poll::Ready(ok(7)));
         assert_eq!(table.len(), 0);
         let (id, call) = table.register([LocalityId::new(1); 3]);
         drop(call);
         assert_eq!(table.len(), 1, "the place waits for the response");
-        assert!(table.complete(id, ok(8)));
+        assert!(complete(&table, id, ok(8)));
         assert_eq!(table.len(), 0);
     }
 
@@ -490,7 +852,7 @@ mod tests {
             Poll::Ready(Err(Failure::PeerLost(_)))
         ));
         assert_eq!(poll(&mut to_two, noop), Poll::Pending);
-        assert!(table.complete(two, ok(1)));
+        assert!(complete(&table, two, ok(1)));
         assert_eq!(poll(&mut to_two, noop), Poll::Ready(ok(1)));
         assert_eq!(table.len(), 0);
     }
@@ -504,7 +866,7 @@ mod tests {
             std::thread::spawn(move || {
                 let mut done = 0;
                 for id in rx {
-                    done += usize::from(table.complete(id, ok(id as u8)));
+                    done += usize::from(complete(&table, id, ok(id as u8)));
                 }
                 done
             })
@@ -532,5 +894,57 @@ mod tests {
             assert_eq!(poll(&mut call, Waker::noop()), Poll::Ready(ok(id as u8)));
         }
         assert_eq!(table.len(), 0, "no place leaked");
+    }
+
+    #[test]
+    fn a_batch_collects_every_part_once_and_fails_on_the_first_failure() {
+        let table = Arc::new(PendingTable::default());
+        let path = Path::of_batch(4, [LocalityId::new(1), LocalityId::new(3)]);
+        let sent = Arc::new(AtomicU32::new(0));
+        let sink = Box::new(BatchResults::<u32>::new(4, Arc::clone(&sent)));
+        let (id, call) = table.register_batch(sink);
+        assert!(
+            !{
+                let frame = Bytes::from(postcard::to_allocvec(&5u32).unwrap());
+                table.complete(id, 0, None, Response::Output(&frame, &frame[..]))
+            },
+            "a part not sent yet"
+        );
+        sent.store(3, Ordering::Release);
+        let put = |part: u32, value: u32| {
+            let frame = Bytes::from(postcard::to_allocvec(&value).unwrap());
+            table.complete(id, part, None, Response::Output(&frame, &frame[..]))
+        };
+        // A result may come before the batch is sealed.
+        assert!(put(2, 20));
+        table.seal(id, 3, path.clone());
+        let mut future = BatchFuture::<u32>::remote("test", LocalityId::ROOT, call);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(!put(2, 21), "a duplicated part");
+        assert!(!put(7, 70), "a part out of range");
+        assert!(Pin::new(&mut future).poll(&mut cx).is_pending());
+        assert!(put(0, 0));
+        assert!(put(1, 10));
+        assert_eq!(
+            Pin::new(&mut future).poll(&mut cx),
+            Poll::Ready(Ok(vec![0, 10, 20]))
+        );
+        assert_eq!(table.len(), 0);
+        // Losing a locality the batch sent to fails it; another one does not.
+        let sink = BatchResults::<u32>::new(2, Arc::new(AtomicU32::new(2)));
+        let (id, call) = table.register_batch(Box::new(sink));
+        table.seal(id, 2, path);
+        let mut future = BatchFuture::<u32>::remote("test", LocalityId::ROOT, call);
+        table.fail_peer(LocalityId::new(2), "gone");
+        assert!(Pin::new(&mut future).poll(&mut cx).is_pending());
+        table.fail_peer(LocalityId::new(3), "gone");
+        let Poll::Ready(Err(err)) = Pin::new(&mut future).poll(&mut cx) else {
+            panic!("the batch did not fail")
+        };
+        assert!(
+            err.is_peer_lost() && err.locality() == LocalityId::new(3),
+            "{err}"
+        );
+        assert_eq!(table.len(), 0);
     }
 }

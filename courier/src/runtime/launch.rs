@@ -28,9 +28,10 @@ use super::locality::{Locality, report};
 #[cfg(feature = "mpi")]
 use super::mpi_job;
 use super::termination::{shut_down_peers, wait_for_quiescence};
-use super::{BoxError, Config, Error, LocalityId, Runtime, Transport, panic_message};
+use super::{BoxError, Config, Error, LocalityId, Runtime, Transport};
 use crate::action::registry;
 use crate::counters::{Printer, list_counters};
+use crate::parcel::panic_message;
 use crate::transport::inproc::{Fabric, Inproc};
 use crate::transport::tcp::Tcp;
 
@@ -328,8 +329,7 @@ pub(super) fn serve_until_shutdown(locality: &Arc<Locality>) -> i32 {
         locality.control_changed.wait(&mut control);
     }
     drop(control);
-    let sink: Arc<Locality> = Arc::clone(locality);
-    if !locality.transport.flush(&sink, FLUSH_TIMEOUT) {
+    if !locality.transport.flush(&**locality, FLUSH_TIMEOUT) {
         report!(
             locality.here,
             "could not send its last frames within {FLUSH_TIMEOUT:?}"

@@ -11,6 +11,7 @@
 
 pub(crate) mod bootstrap;
 mod config;
+mod control;
 mod error;
 mod handle;
 pub(crate) mod job;
@@ -18,6 +19,8 @@ mod launch;
 mod locality;
 mod locality_id;
 mod mpi_job;
+mod receive;
+mod send;
 mod termination;
 
 pub use config::{Config, DEFAULT_MAX_FRAME_BYTES, RuntimeArgs, Transport};
@@ -26,5 +29,4 @@ pub use handle::{Runtime, current, try_current};
 pub use launch::launch;
 pub use locality_id::LocalityId;
 
-pub(crate) use error::panic_message;
 pub(crate) use locality::Locality;

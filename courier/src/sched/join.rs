@@ -38,15 +38,6 @@ impl<T> JoinHandle<T> {
         JoinHandle { task: Some(task) }
     }
 
-    /// The task as a future that resolves to `None` instead of panicking
-    /// if the task is dropped before it finishes (at shutdown).
-    pub(crate) fn fallible(mut self) -> async_task::FallibleTask<T> {
-        self.task
-            .take()
-            .expect("JoinHandle converted after it returned its output")
-            .fallible()
-    }
-
     /// Whether the task has finished (its output may be taken without waiting).
     pub fn is_finished(&self) -> bool {
         self.task.as_ref().is_none_or(async_task::Task::is_finished)

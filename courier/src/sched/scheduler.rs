@@ -32,6 +32,13 @@ pub(crate) trait BackgroundWork: Send + Sync + 'static {
 
     /// Interrupts a blocked (or the next) [`block`](Self::block) call.
     fn wake(&self);
+
+    /// Called by a worker that ran out of tasks, before it polls, spins or
+    /// parks: the place to send what it was holding back (its coalescing
+    /// buffers). Returns whether it sent anything.
+    fn before_idle(&self) -> bool {
+        false
+    }
 }
 
 /// What a [`BackgroundWork::block`] call did.
@@ -183,6 +190,17 @@ impl Scheduler {
             self.injector.push(runnable);
         }
         self.sleep.notify_one(self.background());
+    }
+
+    /// The number of worker threads.
+    pub(crate) fn workers(&self) -> usize {
+        self.stealers.len()
+    }
+
+    /// The index of the calling thread among this scheduler's workers, if
+    /// it is one of them.
+    pub(crate) fn current_worker(&self) -> Option<usize> {
+        worker::current_index(self)
     }
 
     /// Whether any queue holds a task.

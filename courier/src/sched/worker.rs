@@ -19,6 +19,8 @@ use super::{BACKGROUND_INTERVAL, PUBLISH_AFTER_NS, SPIN_ROUNDS};
 struct Local {
     /// Identity of the scheduler this thread works for.
     scheduler: *const Scheduler,
+    /// This worker's index in its scheduler.
+    index: usize,
     queue: Worker<Runnable>,
 }
 
@@ -42,6 +44,17 @@ pub(super) fn push_local(scheduler: &Scheduler, runnable: Runnable) -> Option<Ru
             _ => Some(runnable),
         })
         .unwrap_or_else(|_| unreachable!("push_local during thread teardown"))
+}
+
+/// The index of the calling thread among `scheduler`'s workers, if it is one.
+pub(super) fn current_index(scheduler: &Scheduler) -> Option<usize> {
+    LOCAL
+        .try_with(|local| match local.get() {
+            Some(local) if std::ptr::eq(local.scheduler, scheduler) => Some(local.index),
+            _ => None,
+        })
+        .ok()
+        .flatten()
 }
 
 /// Wraps a task's future so that the task counts as finished on the thread
@@ -90,6 +103,7 @@ pub(crate) fn clock() -> &'static quanta::Clock {
 pub(super) fn run(sched: Arc<Scheduler>, index: usize, queue: Worker<Runnable>) {
     let local = Rc::new(Local {
         scheduler: Arc::as_ptr(&sched),
+        index,
         queue,
     });
     LOCAL.with(|cell| {
@@ -205,7 +219,9 @@ impl WorkerLoop<'_> {
     fn background(&mut self, busy: bool) -> bool {
         self.publish();
         let start = self.clock.raw();
-        let did = self.sched.background().poll();
+        // A worker out of tasks first sends what it was holding back.
+        let flushed = !busy && self.sched.background().before_idle();
+        let did = self.sched.background().poll() || flushed;
         let ns = self.clock.delta_as_nanos(start, self.clock.raw());
         // Sends made by the background work itself are part of `ns`.
         NETWORK_NS.with(Cell::take);

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
 use super::{Sink, Transport, check_frame_len};
@@ -111,8 +112,9 @@ impl Inproc {
                     if self.inbox().state.lock().lost.contains(&source) {
                         continue;
                     }
-                    let checked = check_frame_len(&frame, self.max_frame_bytes)
-                        .and_then(|()| sink.frame(source, &frame[FRAME_HEADROOM..]));
+                    let checked = check_frame_len(&frame, self.max_frame_bytes).and_then(|()| {
+                        sink.frame(source, Bytes::from(frame).slice(FRAME_HEADROOM..))
+                    });
                     if let Err(reason) = checked {
                         self.break_link(source, &reason);
                     }
@@ -163,6 +165,26 @@ impl Transport for Inproc {
 
     fn flush(&self, _sink: &dyn Sink, _timeout: Duration) -> bool {
         true
+    }
+
+    fn drop_peer(&self, peer: LocalityId, reason: &str) {
+        let mut state = self.inbox().state.lock();
+        if !state.lost.contains(&peer) {
+            state.lost.push(peer);
+            drop(state);
+            self.fabric.inboxes[peer.index()]
+                .state
+                .lock()
+                .lost
+                .push(self.here);
+            self.fabric.push(
+                peer,
+                Delivery::Lost(
+                    self.here,
+                    format!("{} dropped the connection: {reason}", self.here),
+                ),
+            );
+        }
     }
 
     fn close(&self) {}

@@ -17,16 +17,21 @@ pub(crate) mod tcp;
 
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use crate::parcel::FRAME_HEADROOM;
 use crate::runtime::LocalityId;
 use crate::sched::BlockOutcome;
 
 /// Where a transport delivers what it receives.
 pub(crate) trait Sink: Send + Sync {
-    /// A frame from `source`, without its headroom. An `Err` says the frame
-    /// broke the protocol: the transport then drops the connection to `source`
-    /// and reports it lost with that reason.
-    fn frame(&self, source: LocalityId, bytes: &[u8]) -> Result<(), String>;
+    /// A frame from `source`, without its headroom. The sink may keep it
+    /// (parts of it run later as tasks), so it comes as shared [`Bytes`]
+    /// rather than borrowed: the transport hands over what it read without
+    /// copying. An `Err` says the frame broke the protocol: the transport
+    /// then drops the connection to `source` and reports it lost with that
+    /// reason.
+    fn frame(&self, source: LocalityId, frame: Bytes) -> Result<(), String>;
 
     /// `peer` is gone (its process died, its connection broke, or it broke
     /// the protocol). Reported once per peer.
@@ -55,6 +60,12 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// or `timeout` passed; returns whether everything went out. Called at
     /// shutdown, when no worker drives the transport any more.
     fn flush(&self, sink: &dyn Sink, timeout: Duration) -> bool;
+
+    /// Stops talking to `peer`, which broke the protocol in a way found
+    /// after its frame was accepted (a malformed call deep in a run): its
+    /// connection is closed and nothing more from it is delivered. The
+    /// caller reports the loss.
+    fn drop_peer(&self, peer: LocalityId, reason: &str);
 
     /// Closes every connection (at the end of the job).
     fn close(&self);

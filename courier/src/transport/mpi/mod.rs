@@ -31,6 +31,7 @@ mod state;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use mpi::topology::Communicator;
 use parking_lot::{Condvar, Mutex};
 
@@ -100,6 +101,9 @@ pub(crate) struct Mpi {
     max_frame_bytes: usize,
     engine: Engine,
     wakeup: Arc<Wakeup>,
+    /// Peers that broke the protocol: their frames are dropped. (MPI cannot
+    /// close one connection; a failed peer aborts the job.)
+    dropped: Mutex<Vec<LocalityId>>,
 }
 
 impl std::fmt::Debug for Mpi {
@@ -138,6 +142,7 @@ impl Mpi {
             max_frame_bytes,
             engine,
             wakeup,
+            dropped: Mutex::new(Vec::new()),
         }
     }
 
@@ -145,6 +150,9 @@ impl Mpi {
     /// the sink rejects marks its sender as lost.
     fn deliver(&self, sink: &dyn Sink, frames: impl IntoIterator<Item = (LocalityId, Vec<u8>)>) {
         for (source, bytes) in frames {
+            if self.dropped.lock().contains(&source) {
+                continue;
+            }
             if bytes.len() > self.max_frame_bytes {
                 sink.peer_lost(
                     source,
@@ -156,7 +164,8 @@ impl Mpi {
                 );
                 continue;
             }
-            if let Err(reason) = sink.frame(source, &bytes) {
+            if let Err(reason) = sink.frame(source, Bytes::from(bytes)) {
+                self.drop_peer(source, &reason);
                 sink.peer_lost(source, reason);
             }
         }
@@ -266,6 +275,13 @@ impl Transport for Mpi {
                 return false;
             }
             std::thread::yield_now();
+        }
+    }
+
+    fn drop_peer(&self, peer: LocalityId, _reason: &str) {
+        let mut dropped = self.dropped.lock();
+        if !dropped.contains(&peer) {
+            dropped.push(peer);
         }
     }
 

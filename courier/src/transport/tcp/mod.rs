@@ -29,6 +29,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use bytes::BytesMut;
 use mio::{Events, Interest, Poll, Token, Waker};
 use parking_lot::Mutex;
 
@@ -64,32 +65,26 @@ struct Peer {
     reported: AtomicBool,
 }
 
-/// Bytes read from one peer, not yet cut into frames: `buf[start..end]`.
-/// `buf` is kept initialised to its full length so that reads need no
-/// zeroing.
+/// Bytes read from one peer, not yet cut into frames: `buf[..end]`. The
+/// rest of `buf` is initialised room for the next read, so reads need no
+/// zeroing; each complete frame is split off the front and handed to the
+/// sink as shared bytes, without a copy.
 #[derive(Default)]
 struct Incoming {
-    buf: Vec<u8>,
-    start: usize,
+    buf: BytesMut,
     end: usize,
 }
 
 impl Incoming {
-    /// Ensures at least `want` free bytes after `end`, moving the unread
-    /// bytes to the front first.
+    /// Ensures at least `want` bytes of room after `end`.
     fn make_room(&mut self, want: usize) {
         if self.buf.len() - self.end >= want {
             return;
         }
-        if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        if self.buf.len() - self.end < want {
-            let size = (self.end + want).max(2 * self.buf.len()).max(READ_CHUNK);
-            self.buf.resize(size, 0);
-        }
+        // Only the bytes read are kept (and copied, should the buffer move);
+        // the new room is zeroed once.
+        self.buf.truncate(self.end);
+        self.buf.resize(self.end + want.max(READ_CHUNK), 0);
     }
 }
 
@@ -326,7 +321,7 @@ impl Tcp {
         sink: &dyn Sink,
     ) -> Result<(), String> {
         loop {
-            let available = &incoming.buf[incoming.start..incoming.end];
+            let available = &incoming.buf[..incoming.end];
             let Some(prefix) = available.get(..PREFIX) else {
                 break;
             };
@@ -337,17 +332,14 @@ impl Tcp {
                     self.max_frame_bytes
                 ));
             }
-            let Some(frame) = available.get(PREFIX..PREFIX + len) else {
+            if available.len() < PREFIX + len {
                 // Make room for the whole frame so that it arrives in one piece.
                 incoming.make_room(PREFIX + len - available.len());
                 break;
-            };
+            }
+            let frame = incoming.buf.split_to(PREFIX + len).freeze().slice(PREFIX..);
+            incoming.end -= PREFIX + len;
             sink.frame(rank, frame)?;
-            incoming.start += PREFIX + len;
-        }
-        if incoming.start == incoming.end {
-            incoming.start = 0;
-            incoming.end = 0;
         }
         Ok(())
     }
@@ -468,6 +460,20 @@ impl Transport for Tcp {
             let mut driver = self.driver.lock();
             self.drive(&mut driver, sink, Some(Duration::from_millis(10)));
         }
+    }
+
+    fn drop_peer(&self, peer: LocalityId, reason: &str) {
+        let Some(Some(connection)) = self.peers.get(peer.index()) else {
+            return;
+        };
+        // The driver reports nothing more: the caller reports the loss.
+        connection.reported.store(true, Ordering::Release);
+        connection
+            .out
+            .lock()
+            .broken
+            .get_or_insert_with(|| reason.to_owned());
+        let _ = connection.stream.shutdown(Shutdown::Both);
     }
 
     fn close(&self) {

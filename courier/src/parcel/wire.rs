@@ -1,0 +1,532 @@
+//! The wire format of frames, runs and parcels, and its bounds-checked
+//! reader. Safe Rust: a malformed frame is a [`DecodeError`], never a panic.
+//!
+//! A frame is what a transport carries in one message. Its parcels come in
+//! *runs*: a run names its kind and its action once, and its parcels carry
+//! only what differs from one to the next.
+//!
+//! ```text
+//! frame    = headroom(4) version(u8) kind(u8) source(u32) body
+//! kind 0   : run*                                     -- parcels
+//! kind 1   : control message (postcard)
+//! run      = run_kind(u8) action(u64) count(u32) len(u32) body[len]
+//! run 0    : call*count                               -- calls of `action`
+//! run 1    : response*count                           -- results of calls of `action`
+//! run 2    : routed*count                             -- calls of `action` to forward
+//! call     = reply args_len(varint) args[args_len]
+//! reply    = 0                                        -- nobody
+//!          | 1 locality(u32) request(u64) part(varint) -- a caller
+//!          | 2 locality(u32) action(u64) (0 | 1 locality(u32) request(u64) part(varint))
+//!                                                     -- a continuation
+//!          | 3 request(u64) part(varint)              -- the caller is the frame's source
+//! response = request(u64) part(varint) status(u8) len(varint) bytes[len]
+//! routed   = dest(u32) call_len(varint) call[call_len]
+//! ```
+//!
+//! Fixed-width integers are little-endian; `varint` is unsigned LEB128 of
+//! at most five bytes. The four bytes of headroom belong to the transport
+//! (TCP writes its length prefix there), so a frame is sent without copying;
+//! decoding starts after them. A response's status is 0 for success
+//! (`bytes` is the encoded output) or 1 (`bytes` is an encoded
+//! [`RemoteError`]). A call's `part` says which call of a batch it is (0
+//! for a single call; see [`Runtime::call_batch`](crate::Runtime::call_batch)).
+//!
+//! A histogram update (`post` of an action taking one small integer) costs
+//! three to five bytes on the wire: the reply tag, the length and the
+//! argument.
+
+use serde::{Deserialize, Serialize};
+
+use crate::action::ActionId;
+use crate::runtime::LocalityId;
+
+use super::error::RemoteError;
+
+/// Version of the frame layout; a peer speaking another version is refused
+/// at connection time and its frames would fail to decode.
+pub(crate) const WIRE_VERSION: u8 = 2;
+
+/// Bytes at the start of every encoded frame reserved for the transport.
+pub(crate) const FRAME_HEADROOM: usize = 4;
+
+pub(super) const KIND_PARCELS: u8 = 0;
+pub(super) const KIND_CONTROL: u8 = 1;
+
+/// Offset of the sender in an encoded frame (headroom included).
+pub(super) const SOURCE_OFFSET: usize = FRAME_HEADROOM + 2;
+/// Length of the frame header (headroom included).
+pub(super) const FRAME_HEADER: usize = SOURCE_OFFSET + 4;
+/// Length of a run header.
+pub(super) const RUN_HEADER: usize = 1 + 8 + 4 + 4;
+
+pub(super) const REPLY_NOBODY: u8 = 0;
+pub(super) const REPLY_CALLER: u8 = 1;
+pub(super) const REPLY_CONTINUE: u8 = 2;
+pub(super) const REPLY_SOURCE: u8 = 3;
+
+/// What the parcels of one run are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum RunKind {
+    /// Calls of the run's action, to run here.
+    Calls = 0,
+    /// Results of calls of the run's action, for pending calls here.
+    Responses = 1,
+    /// Calls of the run's action for other localities, to forward.
+    Routed = 2,
+}
+
+impl RunKind {
+    /// Every kind, in tag order.
+    pub(crate) const ALL: [RunKind; 3] = [RunKind::Calls, RunKind::Responses, RunKind::Routed];
+
+    fn from_tag(tag: u8) -> Option<RunKind> {
+        RunKind::ALL.get(usize::from(tag)).copied()
+    }
+}
+
+/// Where a call's result goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Caller {
+    /// The locality waiting for the result.
+    pub(crate) locality: LocalityId,
+    /// Its pending-table key.
+    pub(crate) request: u64,
+    /// Which call of a batch this is (0 for a single call).
+    pub(crate) part: u32,
+}
+
+/// What happens to a call's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReplyTo {
+    /// Nothing: fire and forget.
+    Nobody,
+    /// A response parcel to the caller.
+    Caller(Caller),
+    /// The output becomes the argument of `action` on `locality`, whose own
+    /// output goes to `caller`.
+    Continue {
+        locality: LocalityId,
+        action: ActionId,
+        caller: Option<Caller>,
+    },
+}
+
+/// Runtime-internal messages (termination detection, shutdown, collectives).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Control {
+    /// The root asks for the activity counters of wave `wave`.
+    QuiescenceQuery { wave: u64 },
+    /// A locality's answer to [`Control::QuiescenceQuery`].
+    QuiescenceReport { wave: u64, counts: ActivityCounts },
+    /// Stop: the job is over.
+    Shutdown,
+    /// The answer to [`Control::Shutdown`]: nothing more will be sent.
+    ShutdownAck,
+}
+
+/// Monotonic counters of one locality, compared across two waves to detect
+/// that the whole job is idle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ActivityCounts {
+    pub(crate) parcels_sent: u64,
+    pub(crate) parcels_received: u64,
+    pub(crate) tasks_spawned: u64,
+    pub(crate) tasks_finished: u64,
+}
+
+/// Why a frame could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum DecodeError {
+    #[error("frame truncated: needed {needed} more bytes at offset {offset}")]
+    Truncated { offset: usize, needed: usize },
+    #[error("frame version {found} is not the supported version {WIRE_VERSION}")]
+    Version { found: u8 },
+    #[error("unknown {what} tag {tag} at offset {offset}")]
+    Tag {
+        what: &'static str,
+        tag: u8,
+        offset: usize,
+    },
+    #[error("a varint longer than {max} bytes at offset {offset}")]
+    Varint { offset: usize, max: usize },
+    #[error("{0} trailing bytes after the last parcel of a run")]
+    Trailing(usize),
+    #[error("bad control message: {0}")]
+    Control(String),
+    #[error("bad error payload in a response: {0}")]
+    RemoteError(String),
+}
+
+/// The header of a decoded frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FrameBody<'a> {
+    /// Runs of parcels, read with [`Runs`].
+    Parcels(Runs<'a>),
+    Control(Control),
+}
+
+/// Decodes a frame's header (headroom excluded: `bytes` starts at the
+/// version byte). Returns the sender and the body.
+pub(crate) fn decode_frame(bytes: &[u8]) -> Result<(LocalityId, FrameBody<'_>), DecodeError> {
+    let mut r = Reader::new(bytes);
+    let version = r.u8()?;
+    if version != WIRE_VERSION {
+        return Err(DecodeError::Version { found: version });
+    }
+    let kind = r.tag("frame kind", KIND_CONTROL)?;
+    let source = LocalityId::new(r.u32()?);
+    if kind == KIND_CONTROL {
+        let control =
+            postcard::from_bytes(r.rest()).map_err(|e| DecodeError::Control(e.to_string()))?;
+        return Ok((source, FrameBody::Control(control)));
+    }
+    Ok((source, FrameBody::Parcels(Runs { r })))
+}
+
+/// The runs of a parcel frame, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Runs<'a> {
+    r: Reader<'a>,
+}
+
+/// One run: its header and where its body lies in the frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Run {
+    pub(crate) kind: RunKind,
+    pub(crate) action: ActionId,
+    pub(crate) count: u32,
+    /// The body's byte range within the bytes given to [`decode_frame`].
+    pub(crate) body: std::ops::Range<usize>,
+}
+
+impl Runs<'_> {
+    /// The next run, `None` after the last.
+    pub(crate) fn next_run(&mut self) -> Result<Option<Run>, DecodeError> {
+        if self.r.is_empty() {
+            return Ok(None);
+        }
+        let offset = self.r.offset;
+        let tag = self.r.u8()?;
+        let kind = RunKind::from_tag(tag).ok_or(DecodeError::Tag {
+            what: "run",
+            tag,
+            offset,
+        })?;
+        let action = ActionId::from_bits(self.r.u64()?);
+        let count = self.r.u32()?;
+        let len = self.r.u32()? as usize;
+        let start = self.r.offset;
+        self.r.take(len)?;
+        Ok(Some(Run {
+            kind,
+            action,
+            count,
+            body: start..start + len,
+        }))
+    }
+}
+
+/// One call as read from a run: where its result goes, its encoded arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CallParcel<'a> {
+    pub(crate) reply: ReplyTo,
+    pub(crate) args: &'a [u8],
+}
+
+/// One response as read from a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ResponseParcel<'a> {
+    pub(crate) request: u64,
+    pub(crate) part: u32,
+    /// The encoded output, or why there is none.
+    pub(crate) result: Result<&'a [u8], RemoteError>,
+}
+
+/// One routed call: its final destination and the call, encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RoutedParcel<'a> {
+    pub(crate) dest: LocalityId,
+    /// A whole call (`reply args_len args`), forwarded as is.
+    pub(crate) call: &'a [u8],
+}
+
+/// Reads the parcels of one run body. `source` is the frame's sender (the
+/// caller of calls whose reply says "the source").
+#[derive(Debug, Clone)]
+pub(crate) struct ParcelReader<'a> {
+    r: Reader<'a>,
+    source: LocalityId,
+    left: u32,
+    payload: u64,
+}
+
+impl<'a> ParcelReader<'a> {
+    /// A reader of `count` parcels in `body`.
+    pub(crate) fn new(body: &'a [u8], count: u32, source: LocalityId) -> Self {
+        ParcelReader {
+            r: Reader::new(body),
+            source,
+            left: count,
+            payload: 0,
+        }
+    }
+
+    /// Bytes of arguments and results read so far.
+    pub(crate) fn payload_bytes(&self) -> u64 {
+        self.payload
+    }
+
+    /// Checks that the body held exactly the parcels its header counted.
+    pub(crate) fn finish(&self) -> Result<(), DecodeError> {
+        match self.r.rest().len() {
+            0 => Ok(()),
+            n => Err(DecodeError::Trailing(n)),
+        }
+    }
+
+    fn advance(&mut self) -> bool {
+        if self.left == 0 {
+            return false;
+        }
+        self.left -= 1;
+        true
+    }
+
+    /// The next call of a calls run.
+    pub(crate) fn next_call(&mut self) -> Result<Option<CallParcel<'a>>, DecodeError> {
+        if !self.advance() {
+            return Ok(None);
+        }
+        let call = read_call(&mut self.r, self.source)?;
+        self.payload += call.args.len() as u64;
+        Ok(Some(call))
+    }
+
+    /// The next response of a responses run.
+    pub(crate) fn next_response(&mut self) -> Result<Option<ResponseParcel<'a>>, DecodeError> {
+        if !self.advance() {
+            return Ok(None);
+        }
+        let r = &mut self.r;
+        let request = r.u64()?;
+        let part = r.varint()?;
+        let status = r.tag("response status", 1)?;
+        let bytes = r.bytes()?;
+        self.payload += bytes.len() as u64;
+        let result = if status == 0 {
+            Ok(bytes)
+        } else {
+            Err(postcard::from_bytes(bytes).map_err(|e| DecodeError::RemoteError(e.to_string()))?)
+        };
+        Ok(Some(ResponseParcel {
+            request,
+            part,
+            result,
+        }))
+    }
+
+    /// The next call of a routed run.
+    pub(crate) fn next_routed(&mut self) -> Result<Option<RoutedParcel<'a>>, DecodeError> {
+        if !self.advance() {
+            return Ok(None);
+        }
+        let dest = LocalityId::new(self.r.u32()?);
+        let call = self.r.bytes()?;
+        self.payload += call.len() as u64;
+        Ok(Some(RoutedParcel { dest, call }))
+    }
+}
+
+/// Decodes a whole call forwarded inside a routed parcel; its reply names
+/// its caller explicitly (the frame that carried it came from elsewhere).
+pub(crate) fn decode_call(bytes: &[u8], source: LocalityId) -> Result<CallParcel<'_>, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let call = read_call(&mut r, source)?;
+    match r.rest().len() {
+        0 => Ok(call),
+        n => Err(DecodeError::Trailing(n)),
+    }
+}
+
+fn read_call<'a>(r: &mut Reader<'a>, source: LocalityId) -> Result<CallParcel<'a>, DecodeError> {
+    let reply = match r.tag("reply", REPLY_SOURCE)? {
+        REPLY_NOBODY => ReplyTo::Nobody,
+        REPLY_CALLER => ReplyTo::Caller(r.caller()?),
+        REPLY_SOURCE => ReplyTo::Caller(Caller {
+            locality: source,
+            request: r.u64()?,
+            part: r.varint()?,
+        }),
+        _ => {
+            let locality = LocalityId::new(r.u32()?);
+            let action = ActionId::from_bits(r.u64()?);
+            let caller = match r.tag("continuation caller", 1)? {
+                0 => None,
+                _ => Some(r.caller()?),
+            };
+            ReplyTo::Continue {
+                locality,
+                action,
+                caller,
+            }
+        }
+    };
+    let args = r.bytes()?;
+    Ok(CallParcel { reply, args })
+}
+
+/// A bounds-checked reader over a byte slice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Reader<'a> {
+    bytes: &'a [u8],
+    offset: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Reader { bytes, offset: 0 }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.offset == self.bytes.len()
+    }
+
+    fn rest(&self) -> &'a [u8] {
+        &self.bytes[self.offset..]
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        let rest = self.rest();
+        if rest.len() < n {
+            return Err(DecodeError::Truncated {
+                offset: self.offset,
+                needed: n - rest.len(),
+            });
+        }
+        self.offset += n;
+        Ok(&rest[..n])
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let mut a = [0; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
+
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        self.array().map(u32::from_le_bytes)
+    }
+
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        self.array().map(u64::from_le_bytes)
+    }
+
+    fn varint(&mut self) -> Result<u32, DecodeError> {
+        let offset = self.offset;
+        let mut value = 0u32;
+        for i in 0..VARINT_MAX {
+            let byte = self.u8()?;
+            let bits = u32::from(byte & 0x7f);
+            // The fifth byte holds the top four bits; more is an overflow.
+            if i == VARINT_MAX - 1 && bits > 0x0f {
+                break;
+            }
+            value |= bits << (7 * i);
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(DecodeError::Varint {
+            offset,
+            max: VARINT_MAX,
+        })
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
+        let len = self.varint()? as usize;
+        self.take(len)
+    }
+
+    fn tag(&mut self, what: &'static str, max: u8) -> Result<u8, DecodeError> {
+        let offset = self.offset;
+        let tag = self.u8()?;
+        if tag > max {
+            return Err(DecodeError::Tag { what, tag, offset });
+        }
+        Ok(tag)
+    }
+
+    fn caller(&mut self) -> Result<Caller, DecodeError> {
+        Ok(Caller {
+            locality: LocalityId::new(self.u32()?),
+            request: self.u64()?,
+            part: self.varint()?,
+        })
+    }
+}
+
+/// Longest LEB128 encoding of a `u32`.
+pub(super) const VARINT_MAX: usize = 5;
+
+/// Appends `value` as unsigned LEB128.
+pub(super) fn put_varint(buf: &mut Vec<u8>, mut value: u32) {
+    while value >= 0x80 {
+        buf.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    buf.push(value as u8);
+}
+
+/// Bytes of `value` as unsigned LEB128.
+pub(super) fn varint_len(value: u32) -> usize {
+    match value {
+        0..0x80 => 1,
+        0x80..0x4000 => 2,
+        0x4000..0x20_0000 => 3,
+        0x20_0000..0x1000_0000 => 4,
+        _ => 5,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn varints_round_trip(value in any::<u32>()) {
+            let mut buf = Vec::new();
+            put_varint(&mut buf, value);
+            prop_assert_eq!(buf.len(), varint_len(value));
+            let mut r = Reader::new(&buf);
+            prop_assert_eq!(r.varint().unwrap(), value);
+            prop_assert!(r.is_empty());
+        }
+    }
+
+    #[test]
+    fn overlong_varints_are_errors() {
+        for bad in [
+            &[0x80, 0x80, 0x80, 0x80, 0x80, 0x01][..],
+            &[0xff, 0xff, 0xff, 0xff, 0x1f],
+        ] {
+            assert!(matches!(
+                Reader::new(bad).varint(),
+                Err(DecodeError::Varint { .. })
+            ));
+        }
+        assert_eq!(
+            Reader::new(&[0xff, 0xff, 0xff, 0xff, 0x0f]).varint(),
+            Ok(u32::MAX)
+        );
+        assert!(matches!(
+            Reader::new(&[0x80]).varint(),
+            Err(DecodeError::Truncated { .. })
+        ));
+    }
+}

@@ -1,0 +1,219 @@
+//! What a locality does with a received frame (its [`Sink`]): each run of
+//! calls becomes one task that runs them all (see `action/execute.rs`),
+//! responses complete their pending calls at once, routed calls are
+//! forwarded into this locality's buffers for their destinations.
+//!
+//! A frame is checked as far as its run headers before anything runs; a
+//! malformed parcel inside a run of calls is found by the task that runs
+//! it, which then drops the sender as one that broke the protocol (the
+//! calls before it have run).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::LocalityId;
+use super::locality::{Locality, report};
+use crate::action::{CallSite, registry};
+use crate::parcel::{
+    DecodeError, FRAME_HEADROOM, FrameBody, ParcelReader, RemoteError, Response, RunKind,
+    decode_call, decode_frame,
+};
+use crate::sched::clock;
+use crate::transport::Sink;
+
+impl Sink for Locality {
+    fn frame(&self, source: LocalityId, frame: Bytes) -> Result<(), String> {
+        let start = clock().raw();
+        let malformed = |e: DecodeError| format!("malformed frame from {source}: {e}");
+        let (claimed, body) = decode_frame(&frame).map_err(malformed)?;
+        if claimed != source {
+            return Err(format!(
+                "{source} sent a frame claiming to come from {claimed}"
+            ));
+        }
+        let mut runs = match body {
+            FrameBody::Parcels(runs) => runs,
+            FrameBody::Control(control) => {
+                self.handle_control(source, control);
+                return Ok(());
+            }
+        };
+        let mut parcels = 0;
+        let mut payload = 0;
+        while let Some(run) = runs.next_run().map_err(malformed)? {
+            parcels += u64::from(run.count);
+            match run.kind {
+                RunKind::Calls => {
+                    payload += run.body.len() as u64;
+                    self.spawn_calls(source, frame.slice(run.body), run.action, run.count);
+                }
+                RunKind::Responses => {
+                    let mut responses = ParcelReader::new(&frame[run.body], run.count, source);
+                    while let Some(response) = responses.next_response().map_err(malformed)? {
+                        let completion = match &response.result {
+                            Ok(output) => Response::Output(&frame, output),
+                            Err(error) => {
+                                Response::Failed(crate::parcel::Failure::Remote(error.clone()))
+                            }
+                        };
+                        // An unknown request is a response to a call that
+                        // already failed (its path lost a locality).
+                        self.pending.complete(
+                            response.request,
+                            response.part,
+                            Some(source),
+                            completion,
+                        );
+                    }
+                    responses.finish().map_err(malformed)?;
+                    payload += responses.payload_bytes();
+                }
+                RunKind::Routed => {
+                    let mut routed = ParcelReader::new(&frame[run.body], run.count, source);
+                    while let Some(call) = routed.next_routed().map_err(malformed)? {
+                        self.forward(source, call.dest, run.action, call.call)
+                            .map_err(malformed)?;
+                    }
+                    routed.finish().map_err(malformed)?;
+                    payload += routed.payload_bytes();
+                }
+            }
+        }
+        if source == self.here {
+            // This locality's own parcels are not traffic.
+            return Ok(());
+        }
+        // Counted after the calls became a task (or completed, or were
+        // forwarded): termination detection never sees a parcel received
+        // whose work is not yet visible.
+        let received = &self.traffic.received;
+        received.parcels.fetch_add(parcels, Ordering::SeqCst);
+        let wire = (frame.len() + FRAME_HEADROOM) as u64;
+        received.add_message(payload, wire, clock().delta_as_nanos(start, clock().raw()));
+        Ok(())
+    }
+
+    fn peer_lost(&self, peer: LocalityId, reason: String) {
+        let mut control = self.control.lock();
+        if self.is_stopping()
+            || control.acked.contains(&peer)
+            || control.lost.iter().any(|(l, _)| *l == peer)
+        {
+            return;
+        }
+        report!(self.here, "lost {peer}: {reason}");
+        self.pending.fail_peer(peer, &reason);
+        control.lost.push((peer, reason));
+        drop(control);
+        self.control_changed.notify_all();
+    }
+}
+
+impl Locality {
+    /// Runs a run of `count` calls of `action` (encoded in `body`) as one task.
+    fn spawn_calls(
+        &self,
+        source: LocalityId,
+        body: Bytes,
+        action: crate::action::ActionId,
+        count: u32,
+    ) {
+        let locality = self.shared();
+        drop(self.sched.spawn(async move {
+            locality.run_calls(source, &body, action, count);
+        }));
+    }
+
+    /// Runs the calls of one run; a malformed one drops `source`.
+    fn run_calls(
+        self: &Arc<Self>,
+        source: LocalityId,
+        body: &[u8],
+        action: crate::action::ActionId,
+        count: u32,
+    ) {
+        let mut calls = ParcelReader::new(body, count, source);
+        let result = match registry().lookup(action) {
+            Some((slot, entry)) => {
+                let site: Arc<dyn CallSite> = Arc::clone(self) as Arc<dyn CallSite>;
+                let traffic = (source != self.here).then_some(&self.traffic.received);
+                // The calls count as received before they run (a counter
+                // sampled by one of them includes it), their bytes as read.
+                if let Some(traffic) = traffic {
+                    traffic.add_calls(slot, u64::from(count), 0);
+                }
+                let ran = entry.run_calls(&site, slot, &mut calls);
+                if let Some(traffic) = traffic {
+                    traffic.add_calls(slot, 0, calls.payload_bytes());
+                }
+                ran
+            }
+            None => self.refuse_calls(action, &mut calls),
+        };
+        if let Err(e) = result.and_then(|()| calls.finish()) {
+            let reason = format!("malformed frame from {source}: {e}");
+            self.transport.drop_peer(source, &reason);
+            self.peer_lost(source, reason);
+        }
+    }
+
+    /// Answers every call of an action this binary does not have.
+    fn refuse_calls(
+        &self,
+        action: crate::action::ActionId,
+        calls: &mut ParcelReader<'_>,
+    ) -> Result<(), DecodeError> {
+        while let Some(call) = calls.next_call()? {
+            let error = RemoteError::UnknownAction {
+                id: action.to_bits(),
+            };
+            self.send_failure("an unknown action", call.reply, error);
+        }
+        Ok(())
+    }
+
+    /// Forwards a call for `dest` that came through this locality, without
+    /// decoding its arguments. A call for this locality is run here.
+    fn forward(
+        &self,
+        source: LocalityId,
+        dest: LocalityId,
+        action: crate::action::ActionId,
+        call: &[u8],
+    ) -> Result<(), DecodeError> {
+        if dest.get() >= self.count {
+            // Nowhere to forward it: answer its caller, if it has one.
+            let parsed = decode_call(call, source)?;
+            self.send_failure(
+                "a routed call",
+                parsed.reply,
+                RemoteError::Forward {
+                    locality: dest.get(),
+                    reason: "not a locality of this job".into(),
+                },
+            );
+            return Ok(());
+        }
+        // The call must decode: a malformed one is the sender's fault.
+        decode_call(call, source)?;
+        let Some(slot) = registry().slot(action) else {
+            let parsed = decode_call(call, source)?;
+            let error = RemoteError::UnknownAction {
+                id: action.to_bits(),
+            };
+            self.send_failure("an unknown action", parsed.reply, error);
+            return Ok(());
+        };
+        self.aggregator.count_forwarded(slot);
+        // A failure means `dest` is lost; its caller learns it from that loss.
+        let _ = self
+            .aggregator
+            .push(self, RunKind::Calls, slot, action, dest, |frame| {
+                frame.push_forwarded(call);
+                Ok(())
+            });
+        Ok(())
+    }
+}

@@ -1,0 +1,256 @@
+//! How a program's calls become parcels: the [`Runtime`] methods that call
+//! actions. Each encodes its arguments straight into the calling worker's
+//! buffer for (action, destination) (see `aggregate`); a call to this
+//! locality takes the same way and is run by this locality's receive path,
+//! with the other calls of its frame, never as a task of its own.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::Runtime;
+use super::{LocalityId, locality::Locality};
+use crate::action::{Action, slot_of};
+use crate::parcel::{
+    BatchFuture, BatchResults, CallError, CallFuture, Caller, Failure, Path, PendingCall, ReplyTo,
+    Response, RunKind,
+};
+
+impl Runtime {
+    /// Calls `action(args)` on `dest` and returns the future of its result.
+    ///
+    /// The call travels coalesced with the other parcels of `action` to
+    /// `dest` (see [`Coalescing`](crate::Coalescing)); a call to
+    /// [`here`](Self::here) runs on this locality's receive path. The future
+    /// resolves to a [`CallError`] if the action panics, the locality is
+    /// lost, or the arguments or result do not encode.
+    pub fn call<A: Action>(
+        &self,
+        dest: LocalityId,
+        action: A,
+        args: A::Args,
+    ) -> CallFuture<A::Output> {
+        let _ = action;
+        let l = self.inner();
+        match l.check_dest(dest) {
+            Ok(()) => CallFuture::remote(
+                A::NAME,
+                dest,
+                call_pending::<A>(l, dest, dest, &args, ReplyTo::Caller),
+            ),
+            Err(failure) => CallFuture::failed(A::NAME, dest, failure),
+        }
+    }
+
+    /// Calls `action(args)` on `dest` without waiting for a result (fire and
+    /// forget). Returns an error only for failures known at once (no such
+    /// locality, arguments that do not encode, a lost locality); a failure
+    /// of the action itself is reported on the standard error of `dest`.
+    ///
+    /// This is the cheapest way to run code elsewhere: the parcel is a few
+    /// bytes appended to a buffer, and the receiver runs a buffer's calls
+    /// in a loop.
+    pub fn post<A: Action>(
+        &self,
+        dest: LocalityId,
+        action: A,
+        args: A::Args,
+    ) -> Result<(), CallError> {
+        let _ = action;
+        let l = self.inner();
+        let error = |failure| CallError::new(A::NAME, dest, failure);
+        l.check_dest(dest).map_err(error)?;
+        let slot = slot_of::<A>();
+        let hop = slot.map_or(dest, |slot| l.aggregator.first_hop(slot, dest));
+        send_call::<A>(l, slot, dest, hop, ReplyTo::Nobody, &args).map_err(error)
+    }
+
+    /// Calls `action(args)` on `dest` and passes its result, as the only
+    /// argument, to `then` on `then_dest`; returns the future of `then`'s
+    /// result. The intermediate result goes straight from `dest` to
+    /// `then_dest`, never through the caller.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use courier::{Config, Transport};
+    ///
+    /// #[courier::action]
+    /// fn produce(n: u32) -> Vec<u32> {
+    ///     (0..n).collect()
+    /// }
+    ///
+    /// #[courier::action]
+    /// fn total(v: Vec<u32>) -> u32 {
+    ///     v.iter().sum()
+    /// }
+    ///
+    /// courier::launch(Config::new().localities(3).transport(Transport::Inproc), |rt| async move {
+    ///     let sum = rt.call_then(rt.locality(1), produce, (5,), rt.locality(2), total).await?;
+    ///     assert_eq!(sum, 10);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn call_then<A, C>(
+        &self,
+        dest: LocalityId,
+        action: A,
+        args: A::Args,
+        then_dest: LocalityId,
+        then: C,
+    ) -> CallFuture<C::Output>
+    where
+        A: Action,
+        C: Action<Args = (A::Output,)>,
+    {
+        let _ = (action, then);
+        let l = self.inner();
+        if let Err(failure) = l.check_dest(dest).and_then(|()| l.check_dest(then_dest)) {
+            return CallFuture::failed(C::NAME, then_dest, failure);
+        }
+        let reply = |caller| ReplyTo::Continue {
+            locality: then_dest,
+            action: C::ID,
+            caller: Some(caller),
+        };
+        let pending = call_pending::<A>(l, dest, then_dest, &args, reply);
+        CallFuture::remote(C::NAME, then_dest, pending)
+    }
+
+    /// Calls `action` once per `(destination, arguments)` of `calls` and
+    /// returns the future of every result, in the order of the calls.
+    ///
+    /// A batch costs one pending entry and one future however many calls it
+    /// makes: each result is decoded straight into its place in the result
+    /// vector as it arrives. Use it instead of a `Vec` of [`CallFuture`]s
+    /// when a task makes many calls and needs every result. The future
+    /// fails with the first [`CallError`] (the other results are then
+    /// discarded). Calls to one destination travel together, as calls do.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use courier::{Config, Transport};
+    ///
+    /// #[courier::action]
+    /// fn square(x: u64) -> u64 {
+    ///     x * x
+    /// }
+    ///
+    /// let squares = courier::launch(Config::new().localities(2).transport(Transport::Inproc), |rt| async move {
+    ///     let calls = (0..10u64).map(|i| (rt.locality((i % 2) as u32), (i,)));
+    ///     Ok(rt.call_batch(square, calls).await?)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(squares, (0..10u64).map(|i| i * i).collect::<Vec<_>>());
+    /// ```
+    pub fn call_batch<A, I>(&self, action: A, calls: I) -> BatchFuture<A::Output>
+    where
+        A: Action,
+        I: IntoIterator<Item = (LocalityId, A::Args)>,
+    {
+        let _ = action;
+        let l = self.inner();
+        let mut calls = calls.into_iter().peekable();
+        if calls.peek().is_none() {
+            return BatchFuture::empty(A::NAME, l.here);
+        }
+        let slot = slot_of::<A>();
+        let sent = Arc::new(AtomicU32::new(0));
+        let expected = calls.size_hint().0;
+        let sink = Box::new(BatchResults::<A::Output>::new(expected, Arc::clone(&sent)));
+        let (request, pending) = l.pending.register_batch(sink);
+        let mut involved = Path::empty_set(l.count);
+        let mut parts = 0u32;
+        for (dest, args) in calls {
+            if parts == u32::MAX {
+                let failure = Failure::EncodeArgs("a batch of more than 2^32 - 1 calls".into());
+                l.pending
+                    .complete(request, 0, Some(l.here), Response::Failed(failure));
+                return BatchFuture::remote(A::NAME, l.here, pending);
+            }
+            // Results of this part are accepted from now on.
+            sent.store(parts + 1, Ordering::Release);
+            let hop = slot.map_or(dest, |slot| l.aggregator.first_hop(slot, dest));
+            let reply = ReplyTo::Caller(Caller {
+                locality: l.here,
+                request,
+                part: parts,
+            });
+            let sent = l
+                .check_dest(dest)
+                .and_then(|()| send_call::<A>(l, slot, dest, hop, reply, &args));
+            if let Err(failure) = sent {
+                l.pending
+                    .complete(request, 0, Some(dest), Response::Failed(failure));
+                return BatchFuture::remote(A::NAME, l.here, pending);
+            }
+            involved.insert(dest);
+            involved.insert(hop);
+            parts += 1;
+        }
+        l.pending.seal(request, parts, involved.clone());
+        // A locality lost while the calls went out failed nothing yet (the
+        // batch did not say where it sent them): fail it now.
+        let lost = l.control.lock().lost.clone();
+        if let Some((peer, reason)) = lost.into_iter().find(|(p, _)| involved.contains(*p)) {
+            let failure = Failure::PeerLost(reason);
+            l.pending
+                .complete(request, 0, Some(peer), Response::Failed(failure));
+        }
+        BatchFuture::remote(A::NAME, l.here, pending)
+    }
+}
+
+/// Registers a call of `A` to `dest` whose result goes to the caller as
+/// `reply` says (through `then_dest`, for a continuation) and sends it; a
+/// failure to send completes it at once.
+fn call_pending<A: Action>(
+    l: &Locality,
+    dest: LocalityId,
+    then_dest: LocalityId,
+    args: &A::Args,
+    reply: impl FnOnce(Caller) -> ReplyTo,
+) -> PendingCall {
+    let slot = slot_of::<A>();
+    let hop = slot.map_or(dest, |slot| l.aggregator.first_hop(slot, dest));
+    let (request, pending) = l.pending.register([dest, then_dest, hop]);
+    let reply = reply(Caller {
+        locality: l.here,
+        request,
+        part: 0,
+    });
+    if let Err(failure) = send_call::<A>(l, slot, dest, hop, reply, args) {
+        l.pending.fail(request, failure);
+    }
+    pending
+}
+
+/// Encodes a call of `A` (registry slot `slot`, if registered) into the
+/// buffer for `hop`, its first hop towards `dest`.
+fn send_call<A: Action>(
+    l: &Locality,
+    slot: Option<usize>,
+    dest: LocalityId,
+    hop: LocalityId,
+    reply: ReplyTo,
+    args: &A::Args,
+) -> Result<(), Failure> {
+    match slot {
+        Some(slot) if hop == dest => {
+            l.aggregator
+                .push(l, RunKind::Calls, slot, A::ID, dest, |frame| {
+                    frame.push_call(reply, args)
+                })
+        }
+        Some(slot) => l
+            .aggregator
+            .push(l, RunKind::Routed, slot, A::ID, hop, |frame| {
+                frame.push_routed(dest, reply, args)
+            }),
+        // An action this binary did not register: the receiver answers it.
+        None => l.send_alone(dest, RunKind::Calls, A::ID, |frame| {
+            frame.push_call(reply, args)
+        }),
+    }
+}
