@@ -58,10 +58,10 @@ pub use counters::{
 pub use courier_macros::action;
 pub use parcel::{BatchFuture, CallError, CallFuture};
 pub use runtime::{
-    BoxError, Config, DEFAULT_MAX_FRAME_BYTES, Error, LocalityId, Runtime, RuntimeArgs, Transport,
-    current, launch, try_current,
+    BoxError, Config, DEFAULT_MAX_FRAME_BYTES, Error, LocalityId, Runtime, RuntimeArgs, Sleep,
+    Transport, current, launch, launch_spmd, sleep, try_current, with_state,
 };
-pub use sched::JoinHandle;
+pub use sched::{JoinHandle, YieldNow, yield_now};
 
 /// The names most programs need: `use courier::prelude::*;`.
 pub mod prelude {

@@ -409,4 +409,20 @@ impl Aggregator {
     pub(crate) fn timer_lateness(&self) -> &Lateness {
         self.timer.lateness()
     }
+
+    /// The timer thread's clock, in ns: for sleeping tasks.
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.timer.now_ns()
+    }
+
+    /// Wakes `waker` at `deadline` (ns on [`now_ns`](Self::now_ns)'s
+    /// clock) from the timer thread; returns the id to cancel it with.
+    pub(crate) fn wake_at(&self, deadline: u64, waker: std::task::Waker) -> u64 {
+        self.timer.wake_at(deadline, waker)
+    }
+
+    /// Forgets a wake-up of [`wake_at`](Self::wake_at).
+    pub(crate) fn cancel_wake(&self, deadline: u64, id: u64) {
+        self.timer.cancel_wake(deadline, id);
+    }
 }

@@ -50,9 +50,21 @@ impl Epoch {
     }
 }
 
+/// What the timer does at a deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Entry {
+    /// Flush a buffer.
+    Flush(Key),
+    /// Wake the task sleeping as this id ([`FlushTimer::wake_at`]).
+    Wake(u64),
+}
+
 #[derive(Debug, Default)]
 struct Queue {
-    due: BTreeSet<(u64, Key)>,
+    due: BTreeSet<(u64, Entry)>,
+    /// The wakers of the sleeping tasks, by id.
+    sleepers: rustc_hash::FxHashMap<u64, std::task::Waker>,
+    next_sleeper: u64,
     /// The deadline the thread sleeps until (`u64::MAX`: none), or `None`
     /// while it runs (it looks at the queue before sleeping again).
     sleeping_until: Option<u64>,
@@ -132,8 +144,12 @@ impl FlushTimer {
 
     /// Flushes `key` at `deadline` unless disarmed first.
     pub(crate) fn arm(&self, deadline: u64, key: Key) {
+        self.insert(deadline, Entry::Flush(key));
+    }
+
+    fn insert(&self, deadline: u64, entry: Entry) {
         let mut queue = self.shared.queue.lock();
-        queue.due.insert((deadline, key));
+        queue.due.insert((deadline, entry));
         if queue.sleeping_until.is_some_and(|t| deadline < t) {
             queue.sleeping_until = None;
             self.shared.wakeup.notify_one();
@@ -142,7 +158,37 @@ impl FlushTimer {
 
     /// Forgets the deadline of `key`.
     pub(crate) fn disarm(&self, deadline: u64, key: Key) {
-        self.shared.queue.lock().due.remove(&(deadline, key));
+        self.shared
+            .queue
+            .lock()
+            .due
+            .remove(&(deadline, Entry::Flush(key)));
+    }
+
+    /// Wakes `waker` at `deadline` (ns on the timer's epoch); returns the
+    /// id to [`cancel_wake`](Self::cancel_wake) it with.
+    pub(crate) fn wake_at(&self, deadline: u64, waker: std::task::Waker) -> u64 {
+        let id = {
+            let mut queue = self.shared.queue.lock();
+            queue.next_sleeper += 1;
+            let id = queue.next_sleeper;
+            queue.sleepers.insert(id, waker);
+            id
+        };
+        self.insert(deadline, Entry::Wake(id));
+        id
+    }
+
+    /// Forgets a wake-up made with [`wake_at`](Self::wake_at) (done or not).
+    pub(crate) fn cancel_wake(&self, deadline: u64, id: u64) {
+        let mut queue = self.shared.queue.lock();
+        queue.due.remove(&(deadline, Entry::Wake(id)));
+        queue.sleepers.remove(&id);
+    }
+
+    /// Nanoseconds on the timer's clock now.
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.epoch.elapsed_ns()
     }
 
     /// How late the firings were.
@@ -166,11 +212,20 @@ fn run(shared: &Shared, epoch: Epoch, fire: impl Fn(Key, u64) -> bool) {
         }
         let now = epoch.elapsed_ns();
         match queue.due.first().copied() {
-            Some((deadline, key)) if deadline <= now => {
-                queue.due.remove(&(deadline, key));
-                shared.lateness.record(now - deadline);
-                if !MutexGuard::unlocked(&mut queue, || fire(key, deadline)) {
-                    return;
+            Some((deadline, entry)) if deadline <= now => {
+                queue.due.remove(&(deadline, entry));
+                match entry {
+                    Entry::Flush(key) => {
+                        shared.lateness.record(now - deadline);
+                        if !MutexGuard::unlocked(&mut queue, || fire(key, deadline)) {
+                            return;
+                        }
+                    }
+                    Entry::Wake(id) => {
+                        if let Some(waker) = queue.sleepers.remove(&id) {
+                            MutexGuard::unlocked(&mut queue, || waker.wake());
+                        }
+                    }
                 }
             }
             Some((deadline, _)) if deadline - now > SPIN_NS => {
@@ -179,12 +234,20 @@ fn run(shared: &Shared, epoch: Epoch, fire: impl Fn(Key, u64) -> bool) {
                 shared.wakeup.wait_for(&mut queue, sleep);
                 queue.sleeping_until = None;
             }
-            Some((deadline, _)) => {
+            Some(head) => {
                 // Close to the deadline: spin the rest with the lock free
-                // (a wake-up from sleep is late by about its own length).
+                // (a wake-up from sleep is late by about its own length),
+                // and stop spinning if the entry is disarmed meanwhile.
                 MutexGuard::unlocked(&mut queue, || {
-                    while epoch.elapsed_ns() < deadline {
-                        std::hint::spin_loop();
+                    while epoch.elapsed_ns() < head.0 {
+                        for _ in 0..64 {
+                            std::hint::spin_loop();
+                        }
+                        if let Some(queue) = shared.queue.try_lock() {
+                            if queue.due.first() != Some(&head) {
+                                return;
+                            }
+                        }
                     }
                 });
             }

@@ -656,6 +656,8 @@ mod tests {
                 parcels_received: 2,
                 tasks_spawned: 3,
                 tasks_finished: 4,
+                parcel_work_started: 5,
+                parcel_work_finished: 6,
             },
         };
         let frame = encode_control(LocalityId::new(2), &msg);

@@ -111,7 +111,9 @@ pub(crate) enum ReplyTo {
     },
 }
 
-/// Runtime-internal messages (termination detection, shutdown, collectives).
+/// Runtime-internal messages (termination detection, shutdown,
+/// collectives). They travel in frames of their own, never coalesced and
+/// never counted as parcels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Control {
     /// The root asks for the activity counters of wave `wave`.
@@ -122,16 +124,33 @@ pub(crate) enum Control {
     Shutdown,
     /// The answer to [`Control::Shutdown`]: nothing more will be sent.
     ShutdownAck,
+    /// To the root: this locality's value for collective number `epoch`.
+    Gather { epoch: u64, value: Vec<u8> },
+    /// From the root: every locality's value for collective `epoch`, in
+    /// rank order.
+    Gathered { epoch: u64, values: Vec<Vec<u8>> },
+    /// To the root: tell this locality (as request `id`) when the job has
+    /// no parcel in flight or running.
+    QuiesceRequest { id: u64 },
+    /// From the root: the job was quiet after request `id` was made.
+    QuiesceDone { id: u64 },
+    /// To the root: this locality's main function returned (SPMD jobs), with
+    /// its error if it failed.
+    MainDone { error: Option<String> },
 }
 
 /// Monotonic counters of one locality, compared across two waves to detect
-/// that the whole job is idle.
+/// that the whole job is idle (tasks) or quiet (parcel work).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ActivityCounts {
     pub(crate) parcels_sent: u64,
     pub(crate) parcels_received: u64,
     pub(crate) tasks_spawned: u64,
     pub(crate) tasks_finished: u64,
+    /// Work received parcels started (runs of calls, calls that waited) and
+    /// finished.
+    pub(crate) parcel_work_started: u64,
+    pub(crate) parcel_work_finished: u64,
 }
 
 /// Why a frame could not be decoded.

@@ -33,7 +33,9 @@ use std::str::FromStr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::LocalityId;
 use super::error::Error;
+use super::state::StateMaker;
 use crate::aggregate::Coalescing;
 use crate::counters::{CounterFormat, PrintOptions};
 
@@ -99,6 +101,7 @@ pub struct Config {
     pub(crate) counters: PrintOptions,
     pub(crate) list_counters: bool,
     pub(crate) counters_http: Option<SocketAddr>,
+    pub(crate) states: Vec<StateMaker>,
 }
 
 impl Default for Config {
@@ -145,11 +148,30 @@ impl Config {
             counters: PrintOptions::default(),
             list_counters: false,
             counters_http: None,
+            states: Vec::new(),
         };
         Config {
             env_error: (!errors.is_empty()).then(|| errors.join("; ")),
             ..config
         }
+    }
+
+    /// Gives every locality a state of type `T`, made by `make` (called
+    /// with the locality's id) when the locality starts: what its actions
+    /// share, read with [`Runtime::state`] or [`with_state`](crate::with_state).
+    /// A second state of the same type replaces the first.
+    ///
+    /// Each locality has its own state, also under `Transport::Inproc`, where
+    /// a `static` would be shared by every locality of the process. `T` must
+    /// be `Sync`: every worker of the locality may use it at once.
+    pub fn state<T: Send + Sync + 'static>(
+        mut self,
+        make: impl Fn(LocalityId) -> T + Send + Sync + 'static,
+    ) -> Self {
+        let maker = StateMaker::new(make);
+        self.states.retain(|m| m.type_id() != maker.type_id());
+        self.states.push(maker);
+        self
     }
 
     /// Sets the number of localities (at least 1).

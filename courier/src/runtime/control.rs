@@ -8,13 +8,20 @@ use crate::parcel::Control;
 impl Locality {
     /// Acts on a control message from `source`.
     pub(crate) fn handle_control(&self, source: LocalityId, control: Control) {
+        let Some(control) = self.handle_collective(source, control) else {
+            return;
+        };
         match control {
             Control::QuiescenceQuery { wave } => {
                 let counts = self.activity();
                 self.send_control(source, &Control::QuiescenceReport { wave, counts });
             }
             Control::QuiescenceReport { wave, counts } => {
-                self.control.lock().reports.insert(source, (wave, counts));
+                self.control.lock().reports.insert((wave, source), counts);
+                self.control_changed.notify_all();
+            }
+            Control::MainDone { error } => {
+                self.control.lock().mains_done.push((source, error));
                 self.control_changed.notify_all();
             }
             Control::Shutdown => {
@@ -26,6 +33,12 @@ impl Locality {
             Control::ShutdownAck => {
                 self.control.lock().acked.push(source);
                 self.control_changed.notify_all();
+            }
+            Control::Gather { .. }
+            | Control::Gathered { .. }
+            | Control::QuiesceRequest { .. }
+            | Control::QuiesceDone { .. } => {
+                unreachable!("collective messages are handled above")
             }
         }
     }

@@ -28,6 +28,15 @@ pub enum Error {
     /// The main function panicked.
     #[error("the main function panicked: {0}")]
     MainPanicked(String),
+    /// The main function of another locality of an SPMD job
+    /// ([`launch_spmd`](crate::launch_spmd)) failed.
+    #[error("the main function of {locality} failed: {message}")]
+    RemoteMain {
+        /// The locality whose main failed.
+        locality: LocalityId,
+        /// Its error or panic message.
+        message: String,
+    },
 }
 
 fn lost_message(lost: &[(LocalityId, String)]) -> String {

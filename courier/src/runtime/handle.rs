@@ -85,6 +85,11 @@ pub fn try_current() -> Option<Runtime> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
+/// Runs `f` with the runtime of this thread, without cloning the handle.
+pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Runtime>) -> R) -> R {
+    CURRENT.with(|c| f(c.borrow().as_ref()))
+}
+
 impl Runtime {
     pub(crate) fn new(locality: Arc<Locality>) -> Self {
         Runtime { locality }

@@ -19,6 +19,7 @@
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener};
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +32,7 @@ use super::termination::{shut_down_peers, wait_for_quiescence};
 use super::{BoxError, Config, Error, LocalityId, Runtime, Transport};
 use crate::action::registry;
 use crate::counters::{Printer, list_counters};
+use crate::parcel::Control;
 use crate::parcel::panic_message;
 use crate::transport::inproc::{Fabric, Inproc};
 use crate::transport::tcp::Tcp;
@@ -73,6 +75,93 @@ where
     Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
     T: Send + 'static,
 {
+    start(config, Main::Root(Box::new(move |rt| Box::pin(main(rt)))))
+}
+
+/// Runs a job whose main function runs on *every* locality (SPMD, as an
+/// MPI program or a bale kernel does): each locality runs `main`, the job
+/// ends once every `main` has returned and no parcel is left, and
+/// `launch_spmd` returns each locality's own result on that locality.
+///
+/// Code after `launch_spmd` runs on every locality of a multi-process job
+/// (each process continues with its own result); under
+/// `Transport::Inproc` only the root's result is returned. The localities
+/// synchronize with the collectives of [`Runtime`] ([`barrier`](Runtime::barrier),
+/// [`all_reduce`](Runtime::all_reduce), [`quiesce`](Runtime::quiesce)).
+///
+/// # Errors
+///
+/// On the root, as [`launch`], and [`Error::RemoteMain`] when another
+/// locality's `main` failed; elsewhere, that locality's own failure.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use courier::{Config, Transport};
+///
+/// struct Count(AtomicU64);
+///
+/// #[courier::action]
+/// fn bump() {
+///     courier::with_state(|c: &Count| c.0.fetch_add(1, Ordering::Relaxed));
+/// }
+///
+/// let config = Config::new()
+///     .localities(4)
+///     .transport(Transport::Inproc)
+///     .state(|_| Count(AtomicU64::new(0)));
+/// let total = courier::launch_spmd(config, |rt| async move {
+///     // Every locality bumps every locality ten times...
+///     for dest in rt.localities() {
+///         for _ in 0..10 {
+///             rt.post(dest, bump, ())?;
+///         }
+///     }
+///     // ...and waits until every bump of every locality has run.
+///     rt.quiesce().await?;
+///     let mine = rt.state::<Count>().0.load(Ordering::Relaxed);
+///     Ok(rt.all_reduce(mine, |a, b| a + b).await?)
+/// })
+/// .unwrap();
+/// assert_eq!(total, 4 * 4 * 10);
+/// ```
+pub fn launch_spmd<T, F, Fut>(config: Config, main: F) -> Result<T, Error>
+where
+    F: Fn(Runtime) -> Fut,
+    Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
+    T: Send + 'static,
+{
+    let main = move |rt| -> MainFuture<T> { Box::pin(main(rt)) };
+    start(config, Main::Every(&main))
+}
+
+/// The future of a main function.
+pub(super) type MainFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
+
+/// A job's main function: run on the root only ([`launch`]), or on every
+/// locality ([`launch_spmd`]).
+pub(super) enum Main<'f, T> {
+    Root(Box<dyn FnOnce(Runtime) -> MainFuture<T> + 'f>),
+    Every(&'f (dyn Fn(Runtime) -> MainFuture<T> + 'f)),
+}
+
+impl<T> Main<'_, T> {
+    /// Whether every locality runs it.
+    fn spmd(&self) -> bool {
+        matches!(self, Main::Every(_))
+    }
+
+    /// The root's main future.
+    fn for_root(self, rt: Runtime) -> MainFuture<T> {
+        match self {
+            Main::Root(main) => main(rt),
+            Main::Every(main) => main(rt),
+        }
+    }
+}
+
+fn start<T: Send + 'static>(config: Config, main: Main<'_, T>) -> Result<T, Error> {
     config.validate()?;
     let job = JobEnv::from_env()?;
     if config.list_counters {
@@ -107,12 +196,7 @@ where
 }
 
 /// Runs every locality as a thread pool of this process.
-fn run_threads<T, F, Fut>(config: &Config, main: F) -> Result<T, Error>
-where
-    F: FnOnce(Runtime) -> Fut,
-    Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
-    T: Send + 'static,
-{
+fn run_threads<T: Send + 'static>(config: &Config, main: Main<'_, T>) -> Result<T, Error> {
     let count = config.localities;
     let fabric = Fabric::new(count);
     let workers = config.workers_for(count);
@@ -130,6 +214,21 @@ where
             }
         }
     }
+    if let Main::Every(every) = &main {
+        // Each other locality's main runs as a task of its own and reports
+        // to the root when it returns, as a process of its own would.
+        for l in &localities[1..] {
+            let task = l.sched.spawn(every(Runtime::new(Arc::clone(l))));
+            let l = Arc::clone(l);
+            drop(localities[0].sched.spawn(async move {
+                let error = match task.await {
+                    Ok(_) => None,
+                    Err(e) => Some(e.to_string()),
+                };
+                l.send_control(LocalityId::ROOT, &Control::MainDone { error });
+            }));
+        }
+    }
     let result = run_root(config, &localities[0], main);
     stop_all(&localities);
     result
@@ -143,16 +242,12 @@ fn stop_all(localities: &[Arc<Locality>]) {
 
 /// Runs `main` on the root locality, waits for the job to go idle and stops
 /// the other localities. Leaves the root's own scheduler running.
-pub(super) fn run_root<T, F, Fut>(
+pub(super) fn run_root<T: Send + 'static>(
     config: &Config,
     root: &Arc<Locality>,
-    main: F,
-) -> Result<T, Error>
-where
-    F: FnOnce(Runtime) -> Fut,
-    Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
-    T: Send + 'static,
-{
+    main: Main<'_, T>,
+) -> Result<T, Error> {
+    let spmd = main.spmd();
     let rt = Runtime::new(Arc::clone(root));
     let printer = match config.counters.is_active() {
         true => Printer::start(&rt, &config.counters).map(Some),
@@ -172,9 +267,10 @@ where
     let outcome = match started {
         Err(e) => Err(e),
         Ok((mut printer, metrics)) => {
-            let task = root.sched.spawn(main(rt));
+            let task = root.sched.spawn(main.for_root(rt));
             let outcome =
                 std::panic::catch_unwind(AssertUnwindSafe(|| futures::executor::block_on(task)));
+            let remote = if spmd { wait_for_mains(root) } else { None };
             // Counter traffic must stop for the job to look idle.
             drop(metrics);
             if let Some(printer) = &mut printer {
@@ -184,10 +280,13 @@ where
             if let Some(printer) = printer {
                 printer.finish();
             }
-            match outcome {
-                Ok(Ok(value)) => Ok(value),
-                Ok(Err(error)) => Err(Error::Main(error)),
-                Err(panic) => Err(Error::MainPanicked(panic_message(&*panic))),
+            match (outcome, remote) {
+                (Ok(Ok(_)), Some((locality, message))) => {
+                    Err(Error::RemoteMain { locality, message })
+                }
+                (Ok(Ok(value)), None) => Ok(value),
+                (Ok(Err(error)), _) => Err(Error::Main(error)),
+                (Err(panic), _) => Err(Error::MainPanicked(panic_message(&*panic))),
             }
         }
     };
@@ -201,12 +300,7 @@ where
 }
 
 /// Starts the other localities as child processes and runs as locality 0.
-fn self_launch<T, F, Fut>(config: &Config, main: F) -> Result<T, Error>
-where
-    F: FnOnce(Runtime) -> Fut,
-    Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
-    T: Send + 'static,
-{
+fn self_launch<T: Send + 'static>(config: &Config, main: Main<'_, T>) -> Result<T, Error> {
     let count = config.localities;
     let secret = Secret::random()?;
     let rendezvous = bind(config)?;
@@ -263,12 +357,7 @@ where
 }
 
 /// Becomes the locality a launcher asked for.
-fn join<T, F, Fut>(config: &Config, job: &JobEnv, main: F) -> Result<T, Error>
-where
-    F: FnOnce(Runtime) -> Fut,
-    Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
-    T: Send + 'static,
-{
+fn join<T: Send + 'static>(config: &Config, job: &JobEnv, main: Main<'_, T>) -> Result<T, Error> {
     if config.localities_explicit && config.localities != job.count {
         return Err(Error::Config(format!(
             "the program asks for {} localities but was started as one of {}",
@@ -309,7 +398,50 @@ where
         locality.stop();
         return result;
     }
-    std::process::exit(serve_until_shutdown(&locality))
+    match main {
+        Main::Every(every) => run_member(&locality, every),
+        Main::Root(_) => std::process::exit(serve_until_shutdown(&locality)),
+    }
+}
+
+/// At the root of an SPMD job: waits until every other locality's main
+/// returned (or a locality was lost); returns the first that failed.
+fn wait_for_mains(root: &Locality) -> Option<(LocalityId, String)> {
+    let mut control = root.control.lock();
+    while control.mains_done.len() + 1 < root.count as usize && control.lost.is_empty() {
+        root.control_changed.wait(&mut control);
+    }
+    control
+        .mains_done
+        .iter()
+        .find_map(|(l, error)| Some((*l, error.clone()?)))
+}
+
+/// Runs an SPMD job's main on a locality other than the root: tells the
+/// root when it returned, serves until the job ends, and returns its result.
+pub(super) fn run_member<T: Send + 'static>(
+    locality: &Arc<Locality>,
+    main: &(dyn Fn(Runtime) -> MainFuture<T> + '_),
+) -> Result<T, Error> {
+    let task = locality
+        .sched
+        .spawn(main(Runtime::new(Arc::clone(locality))));
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| futures::executor::block_on(task)));
+    let error = match &outcome {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(panic) => Some(format!("it panicked: {}", panic_message(&**panic))),
+    };
+    locality.send_control(LocalityId::ROOT, &Control::MainDone { error });
+    if serve_until_shutdown(locality) != 0 {
+        let lost = locality.control.lock().lost.clone();
+        return Err(Error::LocalitiesLost(lost));
+    }
+    match outcome {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(Error::Main(error)),
+        Err(panic) => Err(Error::MainPanicked(panic_message(&*panic))),
+    }
 }
 
 /// Serves a non-root locality until the root stops the job; returns the

@@ -17,6 +17,8 @@ use parking_lot::{Condvar, Mutex};
 use rustc_hash::FxHashMap;
 
 use super::LocalityId;
+use super::collective::Collectives;
+use super::state::States;
 use crate::action::{CallSite, EncodeOutput, registry};
 use crate::aggregate::{Aggregator, Outbox, Reason};
 use crate::counters::{Perf, Traffic};
@@ -41,8 +43,13 @@ pub(crate) use report;
 pub(crate) struct ControlState {
     /// Peers lost while the job ran, with the reason.
     pub(crate) lost: Vec<(LocalityId, String)>,
-    /// Latest quiescence report of every peer: (wave, counts).
-    pub(crate) reports: FxHashMap<LocalityId, (u64, ActivityCounts)>,
+    /// The last wave number the root used.
+    pub(crate) next_wave: u64,
+    /// Activity reports not yet read, by (wave, peer).
+    pub(crate) reports: FxHashMap<(u64, LocalityId), ActivityCounts>,
+    /// Localities whose main function returned (SPMD jobs, at the root),
+    /// with its error if it failed.
+    pub(crate) mains_done: Vec<(LocalityId, Option<String>)>,
     /// The root asked this locality to stop.
     pub(crate) shutdown_requested: bool,
     /// Peers that acknowledged the shutdown (at the root).
@@ -69,8 +76,32 @@ pub(crate) struct Locality {
     stopping: AtomicBool,
     pub(crate) control: Mutex<ControlState>,
     pub(crate) control_changed: Condvar,
+    /// The program's per-locality state.
+    pub(crate) states: States,
+    /// Collectives and quiescence requests of this locality.
+    pub(crate) collectives: Collectives,
+    /// Work received parcels started and finished (runs of calls, calls
+    /// that waited): what quiescence waits for.
+    parcel_work: ParcelWork,
     /// This locality, for the tasks it spawns to hold.
     me: Weak<Locality>,
+}
+
+/// Counts of parcel work: monotonic, compared across waves.
+#[derive(Debug, Default)]
+struct ParcelWork {
+    started: std::sync::atomic::AtomicU64,
+    finished: std::sync::atomic::AtomicU64,
+}
+
+/// Counts a piece of parcel work as finished when dropped (it finished,
+/// panicked, or was dropped at shutdown).
+pub(crate) struct WorkGuard(Arc<Locality>);
+
+impl Drop for WorkGuard {
+    fn drop(&mut self) {
+        self.0.parcel_work.finished.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 impl std::fmt::Debug for Locality {
@@ -146,6 +177,9 @@ impl Locality {
             stopping: AtomicBool::new(false),
             control: Mutex::new(ControlState::default()),
             control_changed: Condvar::new(),
+            states: States::make(&config.states, here),
+            collectives: Collectives::default(),
+            parcel_work: ParcelWork::default(),
             me: me.clone(),
         });
         sched.set_background(Arc::new(Progress(Arc::downgrade(&locality))));
@@ -183,7 +217,18 @@ impl Locality {
             parcels_received: self.traffic.received.parcels.load(Ordering::SeqCst),
             tasks_spawned: snapshot.spawned,
             tasks_finished: snapshot.finished(),
+            // Finished first: a piece that starts and finishes between the
+            // two loads shows as running, never the other way round.
+            parcel_work_finished: self.parcel_work.finished.load(Ordering::SeqCst),
+            parcel_work_started: self.parcel_work.started.load(Ordering::SeqCst),
         }
+    }
+
+    /// Counts a piece of parcel work as started; it finishes when the guard
+    /// is dropped.
+    pub(crate) fn start_work(&self) -> WorkGuard {
+        self.parcel_work.started.fetch_add(1, Ordering::SeqCst);
+        WorkGuard(self.shared())
     }
 
     /// Whether the job is ending.
@@ -345,6 +390,10 @@ impl CallSite for Locality {
     }
 
     fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send>>) {
-        drop(self.sched.spawn(future));
+        let work = self.start_work();
+        drop(self.sched.spawn(async move {
+            let _work = work;
+            future.await;
+        }));
     }
 }

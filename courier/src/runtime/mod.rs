@@ -10,6 +10,7 @@
 //! - `termination`: detecting that the whole job is idle, then stopping it.
 
 pub(crate) mod bootstrap;
+mod collective;
 mod config;
 mod control;
 mod error;
@@ -21,12 +22,16 @@ mod locality_id;
 mod mpi_job;
 mod receive;
 mod send;
+mod state;
 mod termination;
+mod time;
 
 pub use config::{Config, DEFAULT_MAX_FRAME_BYTES, RuntimeArgs, Transport};
 pub use error::{BoxError, Error};
 pub use handle::{Runtime, current, try_current};
-pub use launch::launch;
+pub use launch::{launch, launch_spmd};
 pub use locality_id::LocalityId;
+pub use state::with_state;
+pub use time::{Sleep, sleep};
 
 pub(crate) use locality::Locality;

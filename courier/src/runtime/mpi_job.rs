@@ -7,10 +7,9 @@
 //! starting a job of its own on every rank.
 
 #[cfg(feature = "mpi")]
-use std::future::Future;
-
+use super::launch::Main;
 #[cfg(feature = "mpi")]
-use super::{BoxError, Config, Error, LocalityId};
+use super::{Config, Error, LocalityId};
 
 /// Environment variables that MPI launchers set in every rank: Open MPI,
 /// PMI (MPICH's Hydra, Slurm's `srun --mpi=pmi2`) and PMIx (`srun --mpi=pmix`).
@@ -26,13 +25,8 @@ pub(super) fn launched_by_mpi() -> bool {
 /// Becomes the locality of this MPI rank; runs `main` on rank 0. Other
 /// ranks serve until the root stops the job, then finalize MPI and exit.
 #[cfg(feature = "mpi")]
-pub(super) fn join_mpi<T, F, Fut>(config: &Config, main: F) -> Result<T, Error>
-where
-    F: FnOnce(super::Runtime) -> Fut,
-    Fut: Future<Output = Result<T, BoxError>> + Send + 'static,
-    T: Send + 'static,
-{
-    use super::launch::{run_root, serve_until_shutdown};
+pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) -> Result<T, Error> {
+    use super::launch::{run_member, run_root, serve_until_shutdown};
     use super::locality::Locality;
     use crate::action::registry;
     use crate::transport::mpi::{Mpi, MpiProcess};
@@ -63,6 +57,12 @@ where
         locality.stop();
         drop(locality);
         process.finish(); // MPI_Finalize, after every worker stopped calling MPI
+        return result;
+    }
+    if let Main::Every(every) = main {
+        let result = run_member(&locality, every);
+        drop(locality);
+        process.finish();
         return result;
     }
     let code = serve_until_shutdown(&locality);

@@ -105,6 +105,7 @@ impl Sink for Locality {
         }
         report!(self.here, "lost {peer}: {reason}");
         self.pending.fail_peer(peer, &reason);
+        self.collectives.fail(&format!("{peer} was lost: {reason}"));
         control.lost.push((peer, reason));
         drop(control);
         self.control_changed.notify_all();
@@ -121,8 +122,10 @@ impl Locality {
         count: u32,
     ) {
         let locality = self.shared();
+        let work = self.start_work();
         drop(self.sched.spawn(async move {
             locality.run_calls(source, &body, action, count);
+            drop(work);
         }));
     }
 

@@ -21,32 +21,58 @@ const WAIT_REPORT_INTERVAL: Duration = Duration::from_secs(5);
 /// How long the root waits for the shutdown acknowledgements.
 const ACK_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Whether the job described by `counts` (one entry per locality) is idle.
-fn balanced(counts: &[ActivityCounts]) -> bool {
+/// Whether the job described by `counts` (one entry per locality) is idle:
+/// every parcel sent was received and every task spawned has finished.
+fn tasks_idle(counts: &[ActivityCounts]) -> bool {
     let sent: u64 = counts.iter().map(|c| c.parcels_sent).sum();
     let received: u64 = counts.iter().map(|c| c.parcels_received).sum();
     sent == received && counts.iter().all(|c| c.tasks_spawned == c.tasks_finished)
 }
 
+/// Whether the job described by `counts` is quiet: every parcel sent was
+/// received and every piece of parcel work started has finished (tasks the
+/// program runs for itself may go on).
+pub(crate) fn parcels_quiet(counts: &[ActivityCounts]) -> bool {
+    let sent: u64 = counts.iter().map(|c| c.parcels_sent).sum();
+    let received: u64 = counts.iter().map(|c| c.parcels_received).sum();
+    sent == received
+        && counts
+            .iter()
+            .all(|c| c.parcel_work_started == c.parcel_work_finished)
+}
+
 /// Waits until the whole job is idle or a locality is lost. Run by the root
 /// after its main function returned, on a thread that is not a worker.
 pub(crate) fn wait_for_quiescence(root: &Locality) {
+    run_waves(root, tasks_idle);
+}
+
+/// Runs waves from the root until two consecutive waves report the same
+/// counts and `done` holds for them. Returns false if a locality was lost
+/// (then there is nothing to wait for). Runs on a thread that is not a
+/// worker: it blocks.
+pub(crate) fn run_waves(root: &Locality, done: fn(&[ActivityCounts]) -> bool) -> bool {
     let peers: Vec<LocalityId> = (1..root.count).map(LocalityId::new).collect();
     let mut previous: Option<Vec<ActivityCounts>> = None;
     let started = Instant::now();
     let mut next_report = started + WAIT_REPORT_INTERVAL;
-    for wave in 1u64.. {
+    for round in 1u64.. {
+        let wave = {
+            let mut control = root.control.lock();
+            control.next_wave += 1;
+            control.next_wave
+        };
         for &peer in &peers {
             root.send_control(peer, &Control::QuiescenceQuery { wave });
         }
         let mut control = root.control.lock();
         loop {
             if !control.lost.is_empty() {
-                return;
+                return false;
             }
             let answered = peers
                 .iter()
-                .all(|p| control.reports.get(p).is_some_and(|(w, _)| *w == wave));
+                .all(|p| control.reports.contains_key(&(wave, *p)));
             if answered {
                 break;
             }
@@ -57,7 +83,7 @@ pub(crate) fn wait_for_quiescence(root: &Locality) {
             {
                 let missing: Vec<String> = peers
                     .iter()
-                    .filter(|p| control.reports.get(p).is_none_or(|(w, _)| *w != wave))
+                    .filter(|p| !control.reports.contains_key(&(wave, **p)))
                     .map(ToString::to_string)
                     .collect();
                 report!(
@@ -69,27 +95,31 @@ pub(crate) fn wait_for_quiescence(root: &Locality) {
                 next_report = Instant::now() + WAIT_REPORT_INTERVAL;
             }
         }
-        let mut counts = vec![root.activity()];
-        counts.extend(peers.iter().map(|p| control.reports[p].1));
+        let mut counts = Vec::with_capacity(root.count as usize);
+        for p in &peers {
+            counts.extend(control.reports.remove(&(wave, *p)));
+        }
         drop(control);
-        if balanced(&counts) && previous.as_ref() == Some(&counts) {
-            return;
+        counts.insert(0, root.activity());
+        if done(&counts) && previous.as_ref() == Some(&counts) {
+            return true;
         }
         if Instant::now() >= next_report {
             report!(
                 root.here,
-                "waiting for the job to become idle after main returned ({:.0?}): {:?}",
+                "waiting for the job to become idle ({:.0?}): {:?}",
                 started.elapsed(),
                 counts
             );
             next_report = Instant::now() + WAIT_REPORT_INTERVAL;
         }
         previous = Some(counts);
-        if wave > 2 {
+        if round > 2 {
             // Back off while the job is still busy.
-            std::thread::sleep(Duration::from_millis(wave.min(20)));
+            std::thread::sleep(Duration::from_millis(round.min(20)));
         }
     }
+    unreachable!("the waves end by returning")
 }
 
 /// Asks every locality still alive to stop and waits for their
@@ -144,19 +174,33 @@ mod tests {
             parcels_received: received,
             tasks_spawned: spawned,
             tasks_finished: finished,
+            parcel_work_started: spawned,
+            parcel_work_finished: finished,
         }
     }
 
     #[test]
-    fn balanced_needs_matching_parcels_and_finished_tasks() {
-        assert!(balanced(&[counts(3, 1, 5, 5), counts(1, 3, 2, 2)]));
+    fn idle_needs_matching_parcels_and_finished_tasks() {
+        assert!(tasks_idle(&[counts(3, 1, 5, 5), counts(1, 3, 2, 2)]));
         assert!(
-            !balanced(&[counts(3, 1, 5, 5), counts(1, 2, 2, 2)]),
+            !tasks_idle(&[counts(3, 1, 5, 5), counts(1, 2, 2, 2)]),
             "a parcel in flight"
         );
         assert!(
-            !balanced(&[counts(3, 1, 5, 4), counts(1, 3, 2, 2)]),
+            !tasks_idle(&[counts(3, 1, 5, 4), counts(1, 3, 2, 2)]),
             "a task running"
         );
+    }
+
+    #[test]
+    fn quiet_ignores_the_programs_own_tasks() {
+        let mut waiting = counts(3, 1, 5, 5);
+        waiting.tasks_spawned += 1;
+        assert!(parcels_quiet(&[waiting, counts(1, 3, 2, 2)]));
+        assert!(!tasks_idle(&[waiting, counts(1, 3, 2, 2)]));
+        let mut running = counts(3, 1, 5, 5);
+        running.parcel_work_started += 1;
+        assert!(!parcels_quiet(&[running, counts(1, 3, 2, 2)]));
+        assert!(!parcels_quiet(&[counts(3, 1, 5, 5), counts(1, 2, 2, 2)]));
     }
 }

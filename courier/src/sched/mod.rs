@@ -22,11 +22,13 @@ mod scheduler;
 mod sleep;
 mod stats;
 mod worker;
+mod yield_now;
 
 pub use join::JoinHandle;
 pub(crate) use scheduler::{BackgroundWork, BlockOutcome, Scheduler};
 pub(crate) use stats::{POLL_BUCKETS, StatsSnapshot, WorkerStats, poll_bucket};
 pub(crate) use worker::{charge_network, clock};
+pub use yield_now::{YieldNow, yield_now};
 
 /// How many tasks a worker runs between two calls to background work while
 /// it is busy. Tokio polls its driver every 61 ticks; ours is cheaper to poll

@@ -1,0 +1,144 @@
+//! Per-locality state: values a program asks every locality to make at
+//! start-up ([`Config::state`](crate::Config::state)) and its actions read
+//! ([`Runtime::state`], [`with_state`]). Unlike a `static`, each locality has
+//! its own, also when localities are threads of one process
+//! (`Transport::Inproc`).
+
+use std::any::{Any, TypeId};
+use std::sync::Arc;
+
+use super::handle::with_current;
+use super::{LocalityId, Runtime};
+
+type Make = dyn Fn(LocalityId) -> Box<dyn Any + Send + Sync> + Send + Sync;
+
+/// How to make one piece of per-locality state.
+#[derive(Clone)]
+pub(crate) struct StateMaker {
+    type_id: TypeId,
+    type_name: &'static str,
+    make: Arc<Make>,
+}
+
+impl std::fmt::Debug for StateMaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.type_name)
+    }
+}
+
+impl StateMaker {
+    pub(crate) fn new<T: Send + Sync + 'static>(
+        make: impl Fn(LocalityId) -> T + Send + Sync + 'static,
+    ) -> Self {
+        StateMaker {
+            type_id: TypeId::of::<T>(),
+            type_name: std::any::type_name::<T>(),
+            make: Arc::new(move |here| Box::new(make(here))),
+        }
+    }
+
+    pub(crate) fn type_id(&self) -> TypeId {
+        self.type_id
+    }
+}
+
+/// The states of one locality, one per type.
+#[derive(Default)]
+pub(crate) struct States(Vec<(TypeId, Box<dyn Any + Send + Sync>)>);
+
+impl std::fmt::Debug for States {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("States")
+            .field("count", &self.0.len())
+            .finish()
+    }
+}
+
+impl States {
+    /// Makes every state for locality `here`.
+    pub(crate) fn make(makers: &[StateMaker], here: LocalityId) -> Self {
+        States(makers.iter().map(|m| (m.type_id, (m.make)(here))).collect())
+    }
+
+    /// The state of type `T`. A linear search: a program has a few.
+    pub(crate) fn get<T: 'static>(&self) -> Option<&T> {
+        let id = TypeId::of::<T>();
+        self.0
+            .iter()
+            .find(|(t, _)| *t == id)
+            .and_then(|(_, state)| state.downcast_ref())
+    }
+}
+
+fn missing<T>() -> ! {
+    panic!(
+        "this locality has no state of type `{}`: add it with Config::state",
+        std::any::type_name::<T>()
+    )
+}
+
+impl Runtime {
+    /// This locality's state of type `T`, made at start-up by the function
+    /// given to [`Config::state`](crate::Config::state).
+    ///
+    /// # Panics
+    ///
+    /// If the configuration has no state of type `T`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use courier::{Config, Transport};
+    ///
+    /// /// How many hits this locality took.
+    /// struct Hits(AtomicU64);
+    ///
+    /// #[courier::action]
+    /// fn hit() {
+    ///     courier::with_state(|taken: &Hits| taken.0.fetch_add(1, Ordering::Relaxed));
+    /// }
+    ///
+    /// #[courier::action]
+    /// fn hits() -> u64 {
+    ///     courier::current().state::<Hits>().0.load(Ordering::Relaxed)
+    /// }
+    ///
+    /// let config = Config::new()
+    ///     .localities(2)
+    ///     .transport(Transport::Inproc)
+    ///     .state(|_| Hits(AtomicU64::new(0)));
+    /// let total = courier::launch(config, |rt| async move {
+    ///     for _ in 0..10 {
+    ///         rt.post(rt.locality(1), hit, ())?;
+    ///     }
+    ///     rt.quiesce().await?;
+    ///     Ok(rt.call(rt.locality(1), hits, ()).await? + rt.state::<Hits>().0.load(Ordering::Relaxed))
+    /// })
+    /// .unwrap();
+    /// assert_eq!(total, 10);
+    /// ```
+    pub fn state<T: 'static>(&self) -> &T {
+        self.try_state().unwrap_or_else(|| missing::<T>())
+    }
+
+    /// This locality's state of type `T`, if the configuration has one.
+    pub fn try_state<T: 'static>(&self) -> Option<&T> {
+        self.inner().states.get()
+    }
+}
+
+/// Runs `f` with the state of type `T` of the locality this thread works
+/// for: the cheap way for an action to reach its locality's state (no
+/// runtime handle is cloned).
+///
+/// # Panics
+///
+/// Outside a Courier worker thread, or if the configuration has no state
+/// of type `T`.
+pub fn with_state<T: 'static, R>(f: impl FnOnce(&T) -> R) -> R {
+    with_current(|rt| match rt {
+        Some(rt) => f(rt.state::<T>()),
+        None => panic!("courier::with_state called outside a Courier worker thread"),
+    })
+}
