@@ -1,6 +1,7 @@
 //! Courier's applications and benchmarks live in `src/bin/`; this library
-//! holds what they share ([`phases`]) and compiles the README's example as a
+//! holds what they share ([`phases`], [`kernel`]) and compiles the README's example as a
 //! doctest, so that it stays true.
 #![doc = include_str!("../../README.md")]
 
+pub mod kernel;
 pub mod phases;

@@ -22,7 +22,8 @@ use serde::Serialize;
 
 use super::Action;
 use crate::parcel::{
-    DecodeError, EncodeError, FrameBuilder, ParcelReader, RemoteError, ReplyTo, panic_message,
+    Checkpoint, DecodeError, EncodeError, FrameBuilder, ParcelReader, RemoteError, ReplyTo,
+    panic_message,
 };
 
 /// Encodes a call's output into the frame the locality picked for it: a
@@ -53,19 +54,30 @@ pub(crate) fn run_calls<A: Action>(
     slot: usize,
     calls: &mut ParcelReader<'_>,
 ) -> Result<(), DecodeError> {
-    let mut current = ReplyTo::Nobody;
     loop {
+        // Where the call being run starts: its reply is read again from
+        // there if it panics (copying every call's reply aside would cost
+        // more than the rare panic).
+        let mut current = calls.checkpoint();
         let run = std::panic::catch_unwind(AssertUnwindSafe(|| {
             run_some::<A>(site, slot, calls, &mut current)
         }));
         match run {
             Ok(result) => return result,
             // The call that panicked fails alone; the others still run.
-            Err(panic) => site.send_failure(
-                A::NAME,
-                current,
-                RemoteError::Panicked(panic_message(&*panic)),
-            ),
+            Err(panic) => {
+                let reply = calls
+                    .rewound(current)
+                    .next_call()
+                    .ok()
+                    .flatten()
+                    .map_or(ReplyTo::Nobody, |call| call.reply);
+                site.send_failure(
+                    A::NAME,
+                    reply,
+                    RemoteError::Panicked(panic_message(&*panic)),
+                );
+            }
         }
     }
 }
@@ -74,10 +86,13 @@ fn run_some<A: Action>(
     site: &Arc<dyn CallSite>,
     slot: usize,
     calls: &mut ParcelReader<'_>,
-    current: &mut ReplyTo,
+    current: &mut Checkpoint,
 ) -> Result<(), DecodeError> {
-    while let Some(call) = calls.next_call()? {
-        *current = call.reply;
+    loop {
+        *current = calls.checkpoint();
+        let Some(call) = calls.next_call()? else {
+            return Ok(());
+        };
         let args = match postcard::from_bytes::<A::Args>(call.args) {
             Ok(args) => args,
             Err(e) => {
@@ -94,7 +109,6 @@ fn run_some<A: Action>(
             None => run_async::<A>(site, slot, call.reply, args),
         }
     }
-    Ok(())
 }
 
 /// Starts an `async` action: polls it once here, and gives it a task of

@@ -10,7 +10,7 @@
 //! between its first parcel and its departure.
 
 use super::policy::{Coalescing, Filled, FlushPolicy, Reason};
-use crate::parcel::FrameBuilder;
+use crate::parcel::{FRAME_HEADROOM, FrameBuilder};
 use crate::sched::{POLL_BUCKETS, poll_bucket};
 
 /// Buckets of the arrival-gap histogram: powers of two of nanoseconds, as
@@ -73,13 +73,52 @@ impl LaneStats {
     }
 }
 
+/// What a parcel into a non-empty buffer may do without the policy being
+/// asked: below these it just stays. Derived from the setting (and the
+/// receiver's frame limit) once, so that the common push is three
+/// comparisons.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// Parcels below which the buffer stays.
+    parcels: u32,
+    /// Frame bytes below which the buffer stays.
+    bytes: usize,
+    /// Largest parcel that stays.
+    parcel_bytes: usize,
+}
+
+impl Limits {
+    fn of(setting: Coalescing, max_frame_bytes: usize) -> Self {
+        // A frame above the receiver's limit must be split first.
+        let frame = max_frame_bytes.saturating_add(FRAME_HEADROOM + 1);
+        let (parcels, bytes, parcel_bytes) = match setting {
+            Coalescing::Off => (0, 0, 0),
+            Coalescing::Count(p) => (p.num_parcels, p.max_bytes, usize::MAX),
+            Coalescing::Bytes(p) => {
+                let b = p.buffer_bytes as f64;
+                // Flushed above threshold·b; sent at once above cutoff·b.
+                let threshold = (p.threshold * b).floor() as usize + 1;
+                let cutoff = (p.cutoff * b).floor() as usize;
+                (u32::MAX, threshold, cutoff)
+            }
+        };
+        Limits {
+            parcels,
+            bytes: bytes.min(frame),
+            parcel_bytes,
+        }
+    }
+}
+
 /// The parcels of one action and kind for one destination.
 #[derive(Debug)]
 pub(crate) struct Buffer {
     /// The parcels so far, already framed.
     pub(crate) frame: FrameBuilder,
     /// The setting for this action and destination.
-    pub(crate) setting: Coalescing,
+    setting: Coalescing,
+    limits: Limits,
+    max_frame_bytes: usize,
     /// Deadline of this buffer's entry in the flush timer, if armed.
     pub(crate) armed: Option<u64>,
     /// Whether the buffer is on its set's list of buffers holding parcels.
@@ -95,10 +134,12 @@ pub(crate) struct Buffer {
 }
 
 impl Buffer {
-    pub(crate) fn new(frame: FrameBuilder, setting: Coalescing) -> Self {
+    pub(crate) fn new(frame: FrameBuilder, setting: Coalescing, max_frame_bytes: usize) -> Self {
         Buffer {
             frame,
             setting,
+            limits: Limits::of(setting, max_frame_bytes),
+            max_frame_bytes,
             armed: None,
             listed: false,
             first_ns: 0,
@@ -106,6 +147,32 @@ impl Buffer {
             last_frame_bytes: 0,
             stats: LaneStats::default(),
         }
+    }
+
+    /// The setting of this buffer.
+    pub(crate) fn setting(&self) -> Coalescing {
+        self.setting
+    }
+
+    /// Changes the setting of this buffer (the caller flushes it).
+    pub(crate) fn set(&mut self, setting: Coalescing) {
+        self.setting = setting;
+        self.limits = Limits::of(setting, self.max_frame_bytes);
+    }
+
+    /// Accounts for the parcel just appended (it took `parcel_bytes`) to a
+    /// buffer that held others, if it stays: the common case, no clock, no
+    /// policy. Returns false when the policy must look at it
+    /// ([`pushed`](Self::pushed)).
+    #[inline]
+    pub(crate) fn pushed_fast(&mut self, parcel_bytes: usize) -> bool {
+        let stays = self.frame.len() < self.limits.parcels
+            && self.frame.byte_len() < self.limits.bytes
+            && parcel_bytes <= self.limits.parcel_bytes;
+        if stays {
+            self.stats.parcels += 1;
+        }
+        stays
     }
 
     /// Accounts for the parcel just appended (it took `parcel_bytes`) and

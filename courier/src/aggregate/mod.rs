@@ -43,12 +43,12 @@ pub use policy::{BytePolicy, Coalescing, CountPolicy};
 pub(crate) use timer::{Key, Lateness};
 
 use buffer::Buffer;
-use set::{BufferSet, Buffers, lane, lane_parts};
+use set::{BufferSet, Buffers, CHECK_EVERY, lane, lane_parts};
 use settings::Settings;
 use timer::{Epoch, FlushTimer};
 
 use crate::action::{ActionId, registry};
-use crate::parcel::{EncodeError, FRAME_HEADROOM, Failure, FrameBuilder, RunKind};
+use crate::parcel::{EncodeError, FRAME_HEADROOM, Failure, FrameBuilder, FrameMark, RunKind};
 use crate::runtime::LocalityId;
 use crate::sched::Scheduler;
 
@@ -82,6 +82,13 @@ pub(crate) struct Aggregator {
 
 /// The frames a flush took, to send once the set's lock is released.
 type Taken = Vec<(LocalityId, FrameBuilder)>;
+
+/// How long after a buffer's deadline the timer thread flushes it when the
+/// buffer belongs to a worker: the worker itself flushes due buffers as it
+/// pushes (every [`CHECK_EVERY`] parcels) or when it runs out of tasks, so
+/// the timer acts only for a worker busy with something else (a long task).
+/// A guess, tune me.
+const TIMER_GRACE_NS: u64 = 20_000;
 
 fn encode_failure(e: EncodeError) -> Failure {
     Failure::EncodeArgs(e.to_string())
@@ -142,6 +149,7 @@ impl Aggregator {
     }
 
     /// The set of the calling thread: its worker's, or the shared one.
+    #[inline]
     fn my_set(&self) -> (usize, bool) {
         match self.sched.current_worker() {
             Some(index) => (index, true),
@@ -168,24 +176,78 @@ impl Aggregator {
         let mut buffers = self.sets[set_index].lock();
         let buffer = buffers.get_or_make(lane, dest.index(), || {
             let frame = FrameBuilder::with_capacity(self.here, kind, action, 1024);
-            Buffer::new(frame, self.settings.get(slot, dest))
+            Buffer::new(frame, self.settings.get(slot, dest), self.max_frame_bytes)
         });
-        let setting = buffer.setting;
-        let Some(policy) = setting.policy() else {
+        let was_empty = buffer.frame.is_empty();
+        let mark = buffer.frame.mark();
+        let before = buffer.frame.byte_len();
+        if !was_empty {
+            // The common case: the parcel joins others and stays.
+            encode(&mut buffer.frame).map_err(encode_failure)?;
+            let parcel_bytes = buffer.frame.byte_len() - before;
+            if buffer.pushed_fast(parcel_bytes) {
+                return self.after_push(outbox, buffers, on_worker, dest, Vec::new());
+            }
+            return self.push_slow(
+                outbox,
+                buffers,
+                set_index,
+                on_worker,
+                lane,
+                dest,
+                mark,
+                parcel_bytes,
+                false,
+            );
+        }
+        let setting = buffer.setting();
+        if !setting.is_on() {
             drop(buffers);
             let mut frame = FrameBuilder::new(self.here, kind, action);
             encode(&mut frame).map_err(encode_failure)?;
             return outbox.send_frame(dest, frame);
-        };
-        let was_empty = buffer.frame.is_empty();
-        let mark = buffer.frame.mark();
-        let before = buffer.frame.byte_len();
+        }
         encode(&mut buffer.frame).map_err(encode_failure)?;
         let parcel_bytes = buffer.frame.byte_len() - before;
+        self.push_slow(
+            outbox,
+            buffers,
+            set_index,
+            on_worker,
+            lane,
+            dest,
+            mark,
+            parcel_bytes,
+            true,
+        )
+    }
+
+    /// The rest of [`push`](Self::push) when the policy must decide: the
+    /// first parcel of a frame, or one that may fill the buffer.
+    #[allow(clippy::too_many_arguments)]
+    fn push_slow(
+        &self,
+        outbox: &dyn Outbox,
+        mut buffers: parking_lot::MutexGuard<'_, Buffers>,
+        set_index: usize,
+        on_worker: bool,
+        lane: usize,
+        dest: LocalityId,
+        mark: FrameMark,
+        parcel_bytes: usize,
+        was_empty: bool,
+    ) -> Result<(), Failure> {
+        let buffer = buffers
+            .get_mut(lane, dest.index())
+            .unwrap_or_else(|| unreachable!("the buffer was just pushed to"));
+        let setting = buffer.setting();
+        let policy = setting
+            .policy()
+            .unwrap_or_else(|| unreachable!("an off buffer holds nothing"));
         let now = was_empty.then(|| self.epoch.elapsed_ns());
         let decision = buffer.pushed(policy, parcel_bytes, now);
         let too_big = buffer.frame.byte_len() - FRAME_HEADROOM > self.max_frame_bytes;
-        let mut taken: [Option<FrameBuilder>; 2] = [None, None];
+        let mut taken: Taken = Vec::new();
         if too_big || decision.is_some() {
             let now = self.epoch.elapsed_ns();
             if too_big && buffer.frame.len() > 1 {
@@ -193,27 +255,54 @@ impl Aggregator {
                 // others go first, the new parcel after them in a frame of
                 // its own (where, too large alone, it fails for its caller).
                 let tail = buffer.frame.split_off(mark);
-                taken[0] = buffer.take(Reason::Bytes, now);
+                taken.extend(buffer.take(Reason::Bytes, now).map(|f| (dest, f)));
                 buffer.count_message(Reason::Bytes);
-                taken[1] = Some(tail);
+                taken.push((dest, tail));
             } else {
-                taken[0] = buffer.take(decision.unwrap_or(Reason::Bytes), now);
+                let reason = decision.unwrap_or(Reason::Bytes);
+                taken.extend(buffer.take(reason, now).map(|f| (dest, f)));
             }
-            if let Some(deadline) = buffer.armed.take() {
-                self.timer.disarm(deadline, self.key(set_index, lane, dest));
-            }
-        } else if was_empty {
-            let deadline = now.unwrap_or(0) + policy.wait().as_nanos() as u64;
+            buffer.armed = None;
+        } else if let Some(now) = now {
+            let deadline = now + policy.wait().as_nanos() as u64;
             buffer.armed = Some(deadline);
-            self.timer.arm(deadline, self.key(set_index, lane, dest));
             buffers.list(lane, dest.index());
+            self.arm_set(set_index, &mut buffers, deadline);
+        }
+        self.after_push(outbox, buffers, on_worker, dest, taken)
+    }
+
+    /// Ends a push: looks at the clock every [`CHECK_EVERY`] parcels for
+    /// due buffers, releases the set, sends what was taken.
+    #[inline]
+    fn after_push(
+        &self,
+        outbox: &dyn Outbox,
+        mut buffers: parking_lot::MutexGuard<'_, Buffers>,
+        on_worker: bool,
+        dest: LocalityId,
+        mut taken: Taken,
+    ) -> Result<(), Failure> {
+        buffers.pushes = buffers.pushes.wrapping_add(1);
+        if taken.is_empty() && (!on_worker || buffers.pushes % CHECK_EVERY != 0) {
+            return Ok(());
+        }
+        if on_worker && buffers.pushes % CHECK_EVERY == 0 {
+            // The owner flushes what is due itself, long before the timer
+            // thread would (see `arm_set`).
+            let now = self.epoch.elapsed_ns();
+            if now >= buffers.earliest {
+                self.take_due(&mut buffers, now, &mut taken);
+            }
         }
         drop(buffers);
+        let sent = !taken.is_empty();
         let mut result = Ok(());
-        let mut sent = false;
-        for frame in taken.into_iter().flatten() {
-            result = result.and(outbox.send_frame(dest, frame));
-            sent = true;
+        for (to, frame) in taken {
+            let outcome = outbox.send_frame(to, frame);
+            if to == dest {
+                result = result.and(outcome);
+            }
         }
         if sent && on_worker {
             outbox.progress();
@@ -221,33 +310,50 @@ impl Aggregator {
         result
     }
 
-    fn key(&self, set: usize, lane: usize, dest: LocalityId) -> Key {
-        Key {
-            set: set as u32,
-            lane: lane as u32,
-            dest: dest.get(),
+    /// Makes sure the timer will look at set `set` by `deadline` (plus
+    /// the grace a worker's set gets: its owner checks deadlines as it
+    /// pushes, so the timer thread acts only for an owner that stopped
+    /// pushing). One timer entry per set at a time: no timer work per frame.
+    fn arm_set(&self, set: usize, buffers: &mut Buffers, deadline: u64) {
+        buffers.earliest = buffers.earliest.min(deadline);
+        let grace = if set + 1 == self.sets.len() {
+            0
+        } else {
+            TIMER_GRACE_NS
+        };
+        let entry = deadline + grace;
+        if buffers.timer_entry.is_none_or(|e| e > entry) {
+            buffers.timer_entry = Some(entry);
+            self.timer.arm(entry, Key { set: set as u32 });
         }
     }
 
-    /// Takes the frame of one buffer, if it holds parcels, and disarms it.
+    /// Takes every listed buffer of the set whose deadline passed by `now`.
+    fn take_due(&self, buffers: &mut Buffers, now: u64, taken: &mut Taken) {
+        for (lane, dest) in buffers.take_due(now) {
+            if let Some(buffer) = buffers.get_mut(lane as usize, dest as usize) {
+                buffer.armed = None;
+                let to = LocalityId::new(dest);
+                taken.extend(buffer.take(Reason::Timer, now).map(|f| (to, f)));
+            }
+        }
+    }
+
+    /// Takes the frame of one buffer, if it holds parcels.
     fn take(
-        &self,
-        set: usize,
         buffers: &mut Buffers,
         lane: usize,
         dest: usize,
         reason: Reason,
+        now: u64,
         taken: &mut Taken,
     ) {
         let Some(buffer) = buffers.get_mut(lane, dest) else {
             return;
         };
-        let dest = LocalityId::new(dest as u32);
-        if let Some(deadline) = buffer.armed.take() {
-            self.timer.disarm(deadline, self.key(set, lane, dest));
-        }
-        if let Some(frame) = buffer.take(reason, self.epoch.elapsed_ns()) {
-            taken.push((dest, frame));
+        buffer.armed = None;
+        if let Some(frame) = buffer.take(reason, now) {
+            taken.push((LocalityId::new(dest as u32), frame));
         }
     }
 
@@ -259,22 +365,26 @@ impl Aggregator {
         }
     }
 
-    /// The timer's deadline for `key` passed: flush it if still armed for it.
+    /// The timer's entry `deadline` for the set of `key` came: flushes the
+    /// set's due buffers and renews the entry for its next deadline.
     pub(crate) fn flush_due(&self, outbox: &dyn Outbox, key: Key, deadline: u64) {
-        let (set, lane, dest) = (key.set as usize, key.lane as usize, key.dest as usize);
-        let mut buffers = self.sets[set].lock();
-        let Some(buffer) = buffers.get_mut(lane, dest) else {
-            return;
-        };
-        if buffer.armed != Some(deadline) {
-            return;
+        let set = key.set as usize;
+        let mut taken = Vec::new();
+        {
+            let mut buffers = self.sets[set].lock();
+            if buffers.timer_entry == Some(deadline) {
+                buffers.timer_entry = None;
+            }
+            let now = self.epoch.elapsed_ns();
+            if now >= buffers.earliest {
+                self.take_due(&mut buffers, now, &mut taken);
+            }
+            if buffers.earliest != u64::MAX {
+                let next = buffers.earliest;
+                self.arm_set(set, &mut buffers, next);
+            }
         }
-        buffer.armed = None;
-        let frame = buffer.take(Reason::Timer, self.epoch.elapsed_ns());
-        drop(buffers);
-        if let Some(frame) = frame {
-            let _ = outbox.send_frame(LocalityId::new(key.dest), frame);
-        }
+        Self::send_taken(outbox, taken);
     }
 
     /// Flushes every buffer of set `set` that holds parcels; returns
@@ -283,13 +393,14 @@ impl Aggregator {
         let mut taken = Vec::new();
         {
             let mut buffers = self.sets[set].lock();
+            let now = self.epoch.elapsed_ns();
             for (lane, dest) in buffers.take_listed() {
-                self.take(
-                    set,
+                Self::take(
                     &mut buffers,
                     lane as usize,
                     dest as usize,
                     reason,
+                    now,
                     &mut taken,
                 );
             }
@@ -336,12 +447,13 @@ impl Aggregator {
                         .lane_mut(lane)
                         .filter(|(d, _)| dest.is_none_or(|want| want.index() == *d))
                         .map(|(d, buffer)| {
-                            buffer.setting = setting;
+                            buffer.set(setting);
                             d
                         })
                         .collect();
+                    let now = self.epoch.elapsed_ns();
                     for d in dests {
-                        self.take(set, &mut buffers, lane, d, Reason::Changed, &mut taken);
+                        Self::take(&mut buffers, lane, d, Reason::Changed, now, &mut taken);
                     }
                 }
             }
@@ -351,10 +463,16 @@ impl Aggregator {
 
     /// Where a call of the action in `slot` for `dest` goes first: `dest`,
     /// or the intermediate locality of its virtual topology.
+    #[inline]
     pub(crate) fn first_hop(&self, slot: usize, dest: LocalityId) -> LocalityId {
         if !self.settings.routed(slot) {
             return dest;
         }
+        self.routed_hop(slot, dest)
+    }
+
+    #[cold]
+    fn routed_hop(&self, slot: usize, dest: LocalityId) -> LocalityId {
         let dimensions = self.settings.get(slot, dest).dimensions();
         topology::first_hop(self.here, dest, self.count, dimensions)
     }

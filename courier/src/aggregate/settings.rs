@@ -85,6 +85,7 @@ impl Settings {
     }
 
     /// Whether any call of the action in `slot` may be routed.
+    #[inline]
     pub(crate) fn routed(&self, slot: usize) -> bool {
         self.actions[slot].routed.load(Ordering::Relaxed)
     }

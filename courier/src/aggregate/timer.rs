@@ -25,14 +25,13 @@ use crate::sched::{POLL_BUCKETS, clock, poll_bucket};
 /// timer slack at 1 ns. A firing costs at most this much CPU.
 const SPIN_NS: u64 = 20_000;
 
-/// Which buffer a deadline belongs to.
+/// Which buffers a deadline belongs to: a set (a worker's, or the one
+/// shared by other threads). A set has at most one live entry: when it
+/// fires, the set's due buffers are flushed and the entry is renewed for
+/// the next deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Key {
-    /// The buffer set (a worker's, or the one shared by other threads).
     pub(crate) set: u32,
-    /// The lane: action slot and run kind.
-    pub(crate) lane: u32,
-    pub(crate) dest: u32,
 }
 
 /// Nanoseconds on one locality's coalescing clock (the TSC, via quanta).
@@ -156,15 +155,6 @@ impl FlushTimer {
         }
     }
 
-    /// Forgets the deadline of `key`.
-    pub(crate) fn disarm(&self, deadline: u64, key: Key) {
-        self.shared
-            .queue
-            .lock()
-            .due
-            .remove(&(deadline, Entry::Flush(key)));
-    }
-
     /// Wakes `waker` at `deadline` (ns on the timer's epoch); returns the
     /// id to [`cancel_wake`](Self::cancel_wake) it with.
     pub(crate) fn wake_at(&self, deadline: u64, waker: std::task::Waker) -> u64 {
@@ -266,7 +256,7 @@ mod tests {
     use std::sync::mpsc;
 
     #[test]
-    fn fires_in_deadline_order_and_skips_disarmed_entries() {
+    fn fires_in_deadline_order_and_wakes_sleepers_not_cancelled() {
         let epoch = Epoch::now();
         let timer = FlushTimer::new(epoch);
         let (tx, rx) = mpsc::channel();
@@ -278,22 +268,36 @@ mod tests {
             })
             .unwrap();
         let now = epoch.elapsed_ns();
-        let key = |lane| Key {
-            set: 0,
-            lane,
-            dest: 0,
-        };
+        let key = |set| Key { set };
         timer.arm(now + 30_000_000, key(3));
         timer.arm(now + 10_000_000, key(1));
-        timer.arm(now + 20_000_000, key(2));
-        timer.disarm(now + 20_000_000, key(2));
+        let woken = std::sync::Arc::new(Counter::default());
+        let kept = timer.wake_at(now + 20_000_000, std::task::Waker::from(woken.clone()));
+        let cancelled = timer.wake_at(now + 5_000_000, std::task::Waker::from(woken.clone()));
+        timer.cancel_wake(now + 5_000_000, cancelled);
         let (first, t1) = rx.recv_timeout(Duration::from_secs(5)).unwrap();
         let (second, t2) = rx.recv_timeout(Duration::from_secs(5)).unwrap();
         assert_eq!((first, second), (key(1), key(3)));
         assert!(t1 >= now + 10_000_000 && t2 >= now + 30_000_000);
         assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+        assert_eq!(
+            woken.0.load(Ordering::SeqCst),
+            1,
+            "only the kept sleeper woke"
+        );
+        let _ = kept;
         let (counts, _) = timer.lateness().load();
         assert_eq!(counts.iter().sum::<u64>(), 2);
         timer.stop();
+    }
+
+    /// Counts its wake-ups.
+    #[derive(Default)]
+    struct Counter(AtomicU64);
+
+    impl std::task::Wake for Counter {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
     }
 }

@@ -7,8 +7,8 @@ use serde::Serialize;
 use super::error::RemoteError;
 use super::wire::{
     Caller, FRAME_HEADER, FRAME_HEADROOM, KIND_PARCELS, REPLY_CALLER, REPLY_CONTINUE, REPLY_NOBODY,
-    REPLY_SOURCE, RUN_HEADER, ReplyTo, RunKind, SOURCE_OFFSET, WIRE_VERSION, put_varint,
-    varint_len,
+    REPLY_SOURCE, RUN_HEADER, ReplyTo, RunKind, SOURCE_OFFSET, VARINT_MAX, WIRE_VERSION,
+    put_varint, varint_len, write_varint,
 };
 use crate::action::ActionId;
 use crate::runtime::LocalityId;
@@ -23,6 +23,11 @@ pub(crate) enum EncodeError {
     #[error("an encoded value of {0} bytes is larger than 4 GiB")]
     TooLarge(usize),
 }
+
+/// Bytes reserved in a frame before a value is encoded into it: room for
+/// most parcels' arguments, so that the encoder's pushes do not grow the
+/// vector one by one.
+const SMALL_VALUE: usize = 32;
 
 /// Offset of the run header's count (headroom included).
 const COUNT_OFFSET: usize = FRAME_HEADER + 1 + 8;
@@ -288,14 +293,25 @@ impl FrameBuilder {
         self.payload += u64::from(len);
     }
 
-    /// Encodes `value` behind a varint length.
+    /// Encodes `value` behind a varint length: one byte is reserved for
+    /// the length, and widened (moving the value) only for a value of 128
+    /// bytes or more.
+    #[inline]
     fn put_encoded<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), EncodeError> {
+        // Room for the length and a small value, so that the encoder's
+        // pushes do not grow the vector one by one.
+        self.buf.reserve(SMALL_VALUE);
         let len_at = self.buf.len();
         self.buf.push(0);
-        postcard::serialize_with_flavor(value, VecAppend(&mut self.buf))
-            .map_err(|e| EncodeError::Serialize(e.to_string()))?;
+        if let Err(e) = super::encode::encode(value, &mut self.buf) {
+            self.buf.truncate(len_at);
+            return Err(EncodeError::Serialize(e.to_string()));
+        }
         let len = self.buf.len() - len_at - 1;
-        self.patch_len(len_at, len)?;
+        if let Err(e) = self.patch_len(len_at, len) {
+            self.buf.truncate(len_at);
+            return Err(e);
+        }
         self.payload += len as u64;
         Ok(())
     }
@@ -303,39 +319,21 @@ impl FrameBuilder {
     /// Writes `len` as the varint at `at`, which holds one reserved byte
     /// followed by the `len` bytes it counts (moved when the varint needs
     /// more than one byte).
+    #[inline]
     fn patch_len(&mut self, at: usize, len: usize) -> Result<(), EncodeError> {
+        if len < 0x80 {
+            // The common case: the reserved byte holds it.
+            self.buf[at] = len as u8;
+            return Ok(());
+        }
         let value = u32::try_from(len).map_err(|_| EncodeError::TooLarge(len))?;
         let width = varint_len(value);
-        if width > 1 {
-            let end = self.buf.len();
-            self.buf.resize(end + width - 1, 0);
-            self.buf.copy_within(at + 1..end, at + width);
-        }
-        let mut varint = Vec::with_capacity(width);
-        put_varint(&mut varint, value);
-        self.buf[at..at + width].copy_from_slice(&varint);
-        Ok(())
-    }
-}
-
-/// A postcard output flavor that appends to a vector it borrows, so that a
-/// failed encoding leaves the vector with the caller.
-struct VecAppend<'a>(&'a mut Vec<u8>);
-
-impl postcard::ser_flavors::Flavor for VecAppend<'_> {
-    type Output = ();
-
-    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
-        self.0.push(data);
-        Ok(())
-    }
-
-    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
-        self.0.extend_from_slice(data);
-        Ok(())
-    }
-
-    fn finalize(self) -> postcard::Result<()> {
+        let end = self.buf.len();
+        self.buf.resize(end + width - 1, 0);
+        self.buf.copy_within(at + 1..end, at + width);
+        let mut varint = [0u8; VARINT_MAX];
+        write_varint(&mut varint, value);
+        self.buf[at..at + width].copy_from_slice(&varint[..width]);
         Ok(())
     }
 }
@@ -347,7 +345,7 @@ pub(crate) fn encode_control(source: LocalityId, control: &super::wire::Control)
     buf.push(WIRE_VERSION);
     buf.push(super::wire::KIND_CONTROL);
     buf.extend_from_slice(&source.get().to_le_bytes());
-    postcard::serialize_with_flavor(control, VecAppend(&mut buf))
+    super::encode::encode(control, &mut buf)
         .unwrap_or_else(|_| unreachable!("control messages always encode"));
     buf
 }

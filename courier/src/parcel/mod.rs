@@ -5,6 +5,7 @@
 //!   bounds-checked reader of received frames.
 //! - `frame`: [`FrameBuilder`], a run of parcels being built, arguments
 //!   and results encoded straight into it.
+//! - `encode`: the serializer that writes them (postcard's format).
 //! - `pending`: the table of calls waiting for their results,
 //!   [`CallFuture`] and [`BatchFuture`].
 //! - `error`: [`CallError`], why a call produced no result.
@@ -14,6 +15,7 @@
 //! A parcel carries only its reply slot and its arguments (three to five
 //! bytes for a small `post`); a response only its request id and output.
 
+mod encode;
 mod error;
 mod frame;
 mod pending;
@@ -21,10 +23,10 @@ mod wire;
 
 pub use error::CallError;
 pub(crate) use error::{Failure, RemoteError, panic_message};
-pub(crate) use frame::{EncodeError, FrameBuilder, encode_control};
+pub(crate) use frame::{EncodeError, FrameBuilder, FrameMark, encode_control};
 pub use pending::{BatchFuture, CallFuture};
 pub(crate) use pending::{BatchResults, Path, PendingCall, PendingTable, Response};
 pub(crate) use wire::{
-    ActivityCounts, Caller, Control, DecodeError, FRAME_HEADROOM, FrameBody, ParcelReader, ReplyTo,
-    RunKind, WIRE_VERSION, decode_call, decode_frame,
+    ActivityCounts, Caller, Checkpoint, Control, DecodeError, FRAME_HEADROOM, FrameBody,
+    ParcelReader, ReplyTo, RunKind, WIRE_VERSION, decode_call, decode_frame,
 };

@@ -269,6 +269,13 @@ pub(crate) struct RoutedParcel<'a> {
     pub(crate) call: &'a [u8],
 }
 
+/// A position in a [`ParcelReader`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Checkpoint {
+    offset: usize,
+    left: u32,
+}
+
 /// Reads the parcels of one run body. `source` is the frame's sender (the
 /// caller of calls whose reply says "the source").
 #[derive(Debug, Clone)]
@@ -295,6 +302,24 @@ impl<'a> ParcelReader<'a> {
         self.payload
     }
 
+    /// Where the reader is: to read the parcel there again with
+    /// [`rewound`](Self::rewound).
+    #[inline]
+    pub(crate) fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            offset: self.r.offset,
+            left: self.left,
+        }
+    }
+
+    /// A reader at `checkpoint`, taken from this reader earlier.
+    pub(crate) fn rewound(&self, checkpoint: Checkpoint) -> Self {
+        let mut r = self.clone();
+        r.r.offset = checkpoint.offset;
+        r.left = checkpoint.left;
+        r
+    }
+
     /// Checks that the body held exactly the parcels its header counted.
     pub(crate) fn finish(&self) -> Result<(), DecodeError> {
         match self.r.rest().len() {
@@ -312,9 +337,23 @@ impl<'a> ParcelReader<'a> {
     }
 
     /// The next call of a calls run.
+    #[inline]
     pub(crate) fn next_call(&mut self) -> Result<Option<CallParcel<'a>>, DecodeError> {
         if !self.advance() {
             return Ok(None);
+        }
+        // The common case, a post with small arguments: tag, one-byte
+        // length, arguments.
+        if let [REPLY_NOBODY, len, rest @ ..] = self.r.rest() {
+            let len = usize::from(*len);
+            if len < 0x80 && rest.len() >= len {
+                self.r.offset += 2 + len;
+                self.payload += len as u64;
+                return Ok(Some(CallParcel {
+                    reply: ReplyTo::Nobody,
+                    args: &rest[..len],
+                }));
+            }
         }
         let call = read_call(&mut self.r, self.source)?;
         self.payload += call.args.len() as u64;
@@ -498,6 +537,18 @@ pub(super) fn put_varint(buf: &mut Vec<u8>, mut value: u32) {
         value >>= 7;
     }
     buf.push(value as u8);
+}
+
+/// Writes `value` as unsigned LEB128 at the start of `out`; returns its length.
+pub(super) fn write_varint(out: &mut [u8; VARINT_MAX], mut value: u32) -> usize {
+    let mut i = 0;
+    while value >= 0x80 {
+        out[i] = (value as u8) | 0x80;
+        value >>= 7;
+        i += 1;
+    }
+    out[i] = value as u8;
+    i + 1
 }
 
 /// Bytes of `value` as unsigned LEB128.

@@ -1,6 +1,6 @@
 //! [`Runtime`]: the handle through which a program calls actions and spawns tasks.
 
-use std::cell::RefCell;
+use std::cell::{Cell, OnceCell};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -49,11 +49,49 @@ impl std::fmt::Debug for Runtime {
 }
 
 thread_local! {
-    static CURRENT: RefCell<Option<Runtime>> = const { RefCell::new(None) };
+    /// The runtime of the locality this thread works for: set once, when a
+    /// worker thread starts (a `OnceCell`, so reading it is a load and a
+    /// check, no borrow flag).
+    static CURRENT: OnceCell<Current> = const { OnceCell::new() };
+    /// The locality of `CURRENT` as a plain pointer, for the hot lookups
+    /// (an action reaching its locality's state once per call): a type
+    /// without `Drop`, so reading it is a load. Null unless `CURRENT` holds
+    /// the runtime whose `Arc` keeps that locality alive.
+    static CURRENT_LOCALITY: Cell<*const Locality> = const { Cell::new(std::ptr::null()) };
+}
+
+/// The runtime in `CURRENT`; dropping it (when the thread ends) clears
+/// `CURRENT_LOCALITY` first, so the pointer never outlives the `Arc`.
+struct Current(Runtime);
+
+impl Drop for Current {
+    fn drop(&mut self) {
+        let _ = CURRENT_LOCALITY.try_with(|c| c.set(std::ptr::null()));
+    }
 }
 
 pub(super) fn set_current(runtime: Runtime) {
-    CURRENT.with(|c| *c.borrow_mut() = Some(runtime));
+    let locality = Arc::as_ptr(&runtime.locality);
+    CURRENT.with(|c| {
+        if c.set(Current(runtime)).is_err() {
+            unreachable!("a worker thread belongs to one locality");
+        }
+    });
+    CURRENT_LOCALITY.with(|c| c.set(locality));
+}
+
+/// Runs `f` with the locality this thread works for, found with one load.
+#[inline]
+pub(crate) fn with_current_locality<R>(f: impl FnOnce(Option<&Locality>) -> R) -> R {
+    let locality = CURRENT_LOCALITY.with(Cell::get);
+    // SAFETY: the pointer is null or was taken from the `Arc<Locality>` of
+    // the runtime in `CURRENT`, which is set once and never taken out
+    // before the thread ends, and whose drop clears the pointer first
+    // (`Current::drop`). So a non-null pointer points to a live locality
+    // for as long as this thread runs `f`, which cannot end the thread.
+    #[allow(unsafe_code)]
+    let locality = unsafe { locality.as_ref() };
+    f(locality)
 }
 
 /// The runtime of the locality this thread works for.
@@ -82,12 +120,7 @@ pub fn current() -> Runtime {
 
 /// The runtime of the locality this thread works for, if it is a worker thread.
 pub fn try_current() -> Option<Runtime> {
-    CURRENT.with(|c| c.borrow().clone())
-}
-
-/// Runs `f` with the runtime of this thread, without cloning the handle.
-pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Runtime>) -> R) -> R {
-    CURRENT.with(|c| f(c.borrow().as_ref()))
+    CURRENT.with(|c| c.get().map(|current| current.0.clone()))
 }
 
 impl Runtime {

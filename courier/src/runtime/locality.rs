@@ -253,6 +253,7 @@ impl Locality {
     }
 
     /// Whether `dest` is a locality of this job.
+    #[inline]
     pub(crate) fn check_dest(&self, dest: LocalityId) -> Result<(), Failure> {
         if dest.get() >= self.count {
             Err(Failure::NoSuchLocality { count: self.count })

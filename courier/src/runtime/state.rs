@@ -7,7 +7,7 @@
 use std::any::{Any, TypeId};
 use std::sync::Arc;
 
-use super::handle::with_current;
+use super::handle::with_current_locality;
 use super::{LocalityId, Runtime};
 
 type Make = dyn Fn(LocalityId) -> Box<dyn Any + Send + Sync> + Send + Sync;
@@ -61,6 +61,7 @@ impl States {
     }
 
     /// The state of type `T`. A linear search: a program has a few.
+    #[inline]
     pub(crate) fn get<T: 'static>(&self) -> Option<&T> {
         let id = TypeId::of::<T>();
         self.0
@@ -118,11 +119,13 @@ impl Runtime {
     /// .unwrap();
     /// assert_eq!(total, 10);
     /// ```
+    #[inline]
     pub fn state<T: 'static>(&self) -> &T {
         self.try_state().unwrap_or_else(|| missing::<T>())
     }
 
     /// This locality's state of type `T`, if the configuration has one.
+    #[inline]
     pub fn try_state<T: 'static>(&self) -> Option<&T> {
         self.inner().states.get()
     }
@@ -136,9 +139,10 @@ impl Runtime {
 ///
 /// Outside a Courier worker thread, or if the configuration has no state
 /// of type `T`.
+#[inline]
 pub fn with_state<T: 'static, R>(f: impl FnOnce(&T) -> R) -> R {
-    with_current(|rt| match rt {
-        Some(rt) => f(rt.state::<T>()),
+    with_current_locality(|l| match l {
+        Some(l) => f(l.states.get().unwrap_or_else(|| missing::<T>())),
         None => panic!("courier::with_state called outside a Courier worker thread"),
     })
 }

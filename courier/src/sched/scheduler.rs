@@ -199,6 +199,7 @@ impl Scheduler {
 
     /// The index of the calling thread among this scheduler's workers, if
     /// it is one of them.
+    #[inline]
     pub(crate) fn current_worker(&self) -> Option<usize> {
         worker::current_index(self)
     }

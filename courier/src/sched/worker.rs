@@ -19,14 +19,16 @@ use super::{BACKGROUND_INTERVAL, PUBLISH_AFTER_NS, SPIN_ROUNDS};
 struct Local {
     /// Identity of the scheduler this thread works for.
     scheduler: *const Scheduler,
-    /// This worker's index in its scheduler.
-    index: usize,
     queue: Worker<Runnable>,
 }
 
 thread_local! {
     /// The deque of the worker running on this thread, if it is one.
     static LOCAL: OnceCell<Rc<Local>> = const { OnceCell::new() };
+    /// (address of the scheduler, index) of the worker running on this
+    /// thread, for the send path to find its worker's buffers: a type
+    /// without `Drop`, so reading it is a plain load.
+    static WORKER: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
     /// Tasks finished on this thread, copied into the worker's stats when
     /// it publishes them.
     static FINISHED: Cell<u64> = const { Cell::new(0) };
@@ -47,14 +49,10 @@ pub(super) fn push_local(scheduler: &Scheduler, runnable: Runnable) -> Option<Ru
 }
 
 /// The index of the calling thread among `scheduler`'s workers, if it is one.
+#[inline]
 pub(super) fn current_index(scheduler: &Scheduler) -> Option<usize> {
-    LOCAL
-        .try_with(|local| match local.get() {
-            Some(local) if std::ptr::eq(local.scheduler, scheduler) => Some(local.index),
-            _ => None,
-        })
-        .ok()
-        .flatten()
+    let (owner, index) = WORKER.get();
+    (owner == std::ptr::from_ref(scheduler) as usize).then_some(index)
 }
 
 /// Wraps a task's future so that the task counts as finished on the thread
@@ -103,7 +101,6 @@ pub(crate) fn clock() -> &'static quanta::Clock {
 pub(super) fn run(sched: Arc<Scheduler>, index: usize, queue: Worker<Runnable>) {
     let local = Rc::new(Local {
         scheduler: Arc::as_ptr(&sched),
-        index,
         queue,
     });
     LOCAL.with(|cell| {
@@ -111,6 +108,7 @@ pub(super) fn run(sched: Arc<Scheduler>, index: usize, queue: Worker<Runnable>) 
             unreachable!("a thread is the worker of two schedulers");
         }
     });
+    WORKER.set((Arc::as_ptr(&sched) as usize, index));
     let mut worker = WorkerLoop {
         sched: &sched,
         index,
