@@ -48,6 +48,7 @@ mod parcel;
 mod runtime;
 mod sched;
 mod suggest;
+mod sync;
 mod transport;
 
 pub use action::{Action, ActionId};

@@ -43,7 +43,7 @@ pub use policy::{BytePolicy, Coalescing, CountPolicy};
 pub(crate) use timer::{Key, Lateness};
 
 use buffer::Buffer;
-use set::{BufferSet, Buffers, CHECK_EVERY, lane, lane_parts};
+use set::{BufferSet, Buffers, CHECK_EVERY, Locked, lane, lane_parts};
 use settings::Settings;
 use timer::{Epoch, FlushTimer};
 
@@ -90,6 +90,16 @@ type Taken = Vec<(LocalityId, FrameBuilder)>;
 /// A guess, tune me.
 const TIMER_GRACE_NS: u64 = 20_000;
 
+/// A worker that looked at the clock this recently is pushing: the timer
+/// leaves its set to it. Several times what [`CHECK_EVERY`] parcels take.
+const ACTIVE_NS: u64 = 50_000;
+
+/// When the timer left a set to its pushing worker, it looks again this
+/// much later: the longest a parcel can wait beyond its deadline when its
+/// worker stops pushing for a long task right after the timer looked. A
+/// guess, tune me.
+const LIVENESS_NS: u64 = 1_000_000;
+
 fn encode_failure(e: EncodeError) -> Failure {
     Failure::EncodeArgs(e.to_string())
 }
@@ -116,8 +126,9 @@ impl Aggregator {
             }
         }));
         let lanes = lane(entries.len(), RunKind::Calls);
-        let sets = (0..=sched.workers())
-            .map(|_| BufferSet::new(lanes, count as usize))
+        let workers = sched.workers();
+        let sets = (0..=workers)
+            .map(|set| BufferSet::new(lanes, count as usize, set < workers))
             .collect();
         Aggregator {
             here,
@@ -173,7 +184,7 @@ impl Aggregator {
     ) -> Result<(), Failure> {
         let (set_index, on_worker) = self.my_set();
         let lane = lane(slot, kind);
-        let mut buffers = self.sets[set_index].lock();
+        let mut buffers = self.lock_set(set_index, on_worker);
         let buffer = buffers.get_or_make(lane, dest.index(), || {
             let frame = FrameBuilder::with_capacity(self.here, kind, action, 1024);
             Buffer::new(frame, self.settings.get(slot, dest), self.max_frame_bytes)
@@ -186,7 +197,7 @@ impl Aggregator {
             encode(&mut buffer.frame).map_err(encode_failure)?;
             let parcel_bytes = buffer.frame.byte_len() - before;
             if buffer.pushed_fast(parcel_bytes) {
-                return self.after_push(outbox, buffers, on_worker, dest, Vec::new());
+                return self.after_push(outbox, buffers, set_index, on_worker, dest, Vec::new());
             }
             return self.push_slow(
                 outbox,
@@ -228,7 +239,7 @@ impl Aggregator {
     fn push_slow(
         &self,
         outbox: &dyn Outbox,
-        mut buffers: parking_lot::MutexGuard<'_, Buffers>,
+        mut buffers: Locked<'_>,
         set_index: usize,
         on_worker: bool,
         lane: usize,
@@ -269,7 +280,7 @@ impl Aggregator {
             buffers.list(lane, dest.index());
             self.arm_set(set_index, &mut buffers, deadline);
         }
-        self.after_push(outbox, buffers, on_worker, dest, taken)
+        self.after_push(outbox, buffers, set_index, on_worker, dest, taken)
     }
 
     /// Ends a push: looks at the clock every [`CHECK_EVERY`] parcels for
@@ -278,7 +289,8 @@ impl Aggregator {
     fn after_push(
         &self,
         outbox: &dyn Outbox,
-        mut buffers: parking_lot::MutexGuard<'_, Buffers>,
+        mut buffers: Locked<'_>,
+        set_index: usize,
         on_worker: bool,
         dest: LocalityId,
         mut taken: Taken,
@@ -291,6 +303,9 @@ impl Aggregator {
             // The owner flushes what is due itself, long before the timer
             // thread would (see `arm_set`).
             let now = self.epoch.elapsed_ns();
+            self.sets[set_index]
+                .checked_ns
+                .store(now, Ordering::Relaxed);
             if now >= buffers.earliest {
                 self.take_due(&mut buffers, now, &mut taken);
             }
@@ -310,22 +325,44 @@ impl Aggregator {
         result
     }
 
-    /// Makes sure the timer will look at set `set` by `deadline` (plus
-    /// the grace a worker's set gets: its owner checks deadlines as it
-    /// pushes, so the timer thread acts only for an owner that stopped
-    /// pushing). One timer entry per set at a time: no timer work per frame.
+    /// Makes sure the timer will look at set `set`: by `deadline` (plus
+    /// the grace a worker's set gets) if the set has no timer entry yet.
+    /// A set has one entry at a time, so a stream of frames costs the timer
+    /// nothing: its worker flushes its due buffers itself as it pushes,
+    /// and the timer only catches a worker that stopped pushing (a long
+    /// task), at its entry: by the deadline, or [`LIVENESS_NS`] after it
+    /// last saw the worker pushing.
     fn arm_set(&self, set: usize, buffers: &mut Buffers, deadline: u64) {
         buffers.earliest = buffers.earliest.min(deadline);
-        let grace = if set + 1 == self.sets.len() {
-            0
-        } else {
+        let grace = if self.is_worker_set(set) {
             TIMER_GRACE_NS
+        } else {
+            0
         };
-        let entry = deadline + grace;
-        if buffers.timer_entry.is_none_or(|e| e > entry) {
-            buffers.timer_entry = Some(entry);
-            self.timer.arm(entry, Key { set: set as u32 });
+        self.arm_entry(set, deadline + grace);
+    }
+
+    /// Gives set `set` a timer entry at `at` if it has none.
+    fn arm_entry(&self, set: usize, at: u64) {
+        let entry = &self.sets[set].timer_entry;
+        if entry.load(Ordering::Relaxed) == 0
+            && entry
+                .compare_exchange(0, at, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let precise = !self.is_worker_set(set);
+            self.timer.arm(
+                at,
+                Key {
+                    set: set as u32,
+                    precise,
+                },
+            );
         }
+    }
+
+    fn is_worker_set(&self, set: usize) -> bool {
+        set + 1 < self.sets.len()
     }
 
     /// Takes every listed buffer of the set whose deadline passed by `now`.
@@ -366,25 +403,58 @@ impl Aggregator {
     }
 
     /// The timer's entry `deadline` for the set of `key` came: flushes the
-    /// set's due buffers and renews the entry for its next deadline.
+    /// set's due buffers and renews the entry for its next deadline. A set
+    /// whose worker is pushing (it looked at the clock within
+    /// [`ACTIVE_NS`]) is left to the worker, and looked at again after
+    /// [`LIVENESS_NS`]: taking the set from another thread is what the
+    /// worker's cheap lock makes dear.
     pub(crate) fn flush_due(&self, outbox: &dyn Outbox, key: Key, deadline: u64) {
-        let set = key.set as usize;
+        let index = key.set as usize;
+        let set = &self.sets[index];
+        if set
+            .timer_entry
+            .compare_exchange(deadline, 0, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            // A stale entry: the set has another.
+            return;
+        }
+        let now = self.epoch.elapsed_ns();
+        if self.is_worker_set(index)
+            && now.saturating_sub(set.checked_ns.load(Ordering::Relaxed)) < ACTIVE_NS
+        {
+            self.arm_entry(index, now + LIVENESS_NS);
+            return;
+        }
         let mut taken = Vec::new();
         {
-            let mut buffers = self.sets[set].lock();
-            if buffers.timer_entry == Some(deadline) {
-                buffers.timer_entry = None;
-            }
-            let now = self.epoch.elapsed_ns();
+            let mut buffers = set.lock();
             if now >= buffers.earliest {
                 self.take_due(&mut buffers, now, &mut taken);
             }
             if buffers.earliest != u64::MAX {
                 let next = buffers.earliest;
-                self.arm_set(set, &mut buffers, next);
+                self.arm_set(index, &mut buffers, next);
             }
         }
         Self::send_taken(outbox, taken);
+    }
+
+    /// Locks set `set`: as its worker when `as_worker` (then `set` must
+    /// come from [`my_set`](Self::my_set) on the calling thread).
+    #[inline]
+    fn lock_set(&self, set: usize, as_worker: bool) -> Locked<'_> {
+        if as_worker {
+            // SAFETY: `my_set` gave this thread `set` as its worker's own:
+            // set `i` goes only to the thread that is worker `i` of this
+            // locality's scheduler, so one thread locks it this way.
+            #[allow(unsafe_code)]
+            unsafe {
+                self.sets[set].lock_as_worker()
+            }
+        } else {
+            self.sets[set].lock()
+        }
     }
 
     /// Flushes every buffer of set `set` that holds parcels; returns
@@ -392,7 +462,7 @@ impl Aggregator {
     fn flush_set(&self, outbox: &dyn Outbox, set: usize, reason: Reason) -> bool {
         let mut taken = Vec::new();
         {
-            let mut buffers = self.sets[set].lock();
+            let mut buffers = self.lock_set(set, self.my_set() == (set, true));
             let now = self.epoch.elapsed_ns();
             for (lane, dest) in buffers.take_listed() {
                 Self::take(

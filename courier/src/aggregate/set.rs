@@ -4,15 +4,18 @@
 //! Each worker fills only its own set, so two workers sending to the same
 //! destination never touch the same buffer or cache line. The set's lock is
 //! taken by its worker for every parcel and by another thread only to flush
-//! (the flush timer, termination detection, a change of setting), so it is
-//! almost never contended: an uncontended lock is one atomic exchange to
-//! take and one to release, and it lets the timer flush the parcels a
-//! worker left behind while it runs a long task.
-
-use parking_lot::{Mutex, MutexGuard};
+//! (the flush timer, termination detection, a change of setting): a
+//! [`BiasedLock`], which its owner takes with plain stores, and which lets
+//! the timer flush the parcels a worker left behind while it runs a long
+//! task.
 
 use super::buffer::Buffer;
 use crate::parcel::RunKind;
+use crate::sync::BiasedLock;
+use crate::sync::atomic::AtomicU64;
+
+/// A locked set of buffers.
+pub(crate) type Locked<'a> = crate::sync::BiasedGuard<'a, Buffers>;
 
 /// The lane of an action and run kind: its row in a set.
 pub(crate) fn lane(slot: usize, kind: RunKind) -> usize {
@@ -30,7 +33,14 @@ pub(crate) fn lane_parts(lane: usize) -> (usize, RunKind) {
 /// One worker's buffers, behind the lock described above.
 #[derive(Debug)]
 pub(crate) struct BufferSet {
-    inner: Mutex<Buffers>,
+    inner: BiasedLock<Buffers>,
+    /// The deadline of the set's live entry in the flush timer (0: none).
+    /// Outside the lock: the timer thread renews it without taking the set.
+    pub(crate) timer_entry: AtomicU64,
+    /// When the set's worker last looked at the clock for due buffers
+    /// (every [`CHECK_EVERY`] parcels): the timer thread leaves a set whose
+    /// worker does this to the worker.
+    pub(crate) checked_ns: AtomicU64,
 }
 
 /// The buffers of one lane, by destination.
@@ -51,8 +61,6 @@ pub(crate) struct Buffers {
     /// The earliest deadline of a buffer of the set (`u64::MAX`: none); it
     /// may be early (its buffer flushed since), never late.
     pub(crate) earliest: u64,
-    /// The deadline of the set's entry in the flush timer, if it has one.
-    pub(crate) timer_entry: Option<u64>,
 }
 
 /// How many parcels a worker pushes between two looks at the clock for
@@ -62,23 +70,45 @@ pub(crate) struct Buffers {
 pub(crate) const CHECK_EVERY: u32 = 64;
 
 impl BufferSet {
-    /// A set for `lanes` lanes and `destinations` destinations.
-    pub(crate) fn new(lanes: usize, destinations: usize) -> Self {
+    /// A set for `lanes` lanes and `destinations` destinations: a worker's
+    /// (`owned`: its worker takes it cheaply), or the one shared by the
+    /// threads that are not workers.
+    pub(crate) fn new(lanes: usize, destinations: usize, owned: bool) -> Self {
+        let buffers = Buffers {
+            lanes: (0..lanes).map(|_| None).collect(),
+            destinations,
+            listed: Vec::new(),
+            pushes: 0,
+            earliest: u64::MAX,
+        };
         BufferSet {
-            inner: Mutex::new(Buffers {
-                lanes: (0..lanes).map(|_| None).collect(),
-                destinations,
-                listed: Vec::new(),
-                pushes: 0,
-                earliest: u64::MAX,
-                timer_entry: None,
-            }),
+            timer_entry: AtomicU64::new(0),
+            checked_ns: AtomicU64::new(0),
+            inner: if owned {
+                BiasedLock::new(buffers)
+            } else {
+                BiasedLock::unowned(buffers)
+            },
         }
     }
 
+    /// Locks the set from any thread (cheap only for its worker).
     #[inline]
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Buffers> {
+    pub(crate) fn lock(&self) -> Locked<'_> {
         self.inner.lock()
+    }
+
+    /// Locks the set as its worker.
+    ///
+    /// # Safety
+    ///
+    /// Only the set's worker calls it: worker `i` for set `i`.
+    #[inline]
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn lock_as_worker(&self) -> Locked<'_> {
+        // SAFETY: the caller is the set's worker, the only thread that
+        // locks it as the owner.
+        unsafe { self.inner.lock_as_owner() }
     }
 }
 

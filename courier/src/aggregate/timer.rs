@@ -32,6 +32,9 @@ const SPIN_NS: u64 = 20_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Key {
     pub(crate) set: u32,
+    /// Whether the deadline should be met closely (the timer spins its last
+    /// microseconds for it); a worker's set gets a grace period anyway.
+    pub(crate) precise: bool,
 }
 
 /// Nanoseconds on one locality's coalescing clock (the TSC, via quanta).
@@ -224,6 +227,14 @@ fn run(shared: &Shared, epoch: Epoch, fire: impl Fn(Key, u64) -> bool) {
                 shared.wakeup.wait_for(&mut queue, sleep);
                 queue.sleeping_until = None;
             }
+            Some((deadline, Entry::Flush(Key { precise: false, .. }))) => {
+                // Close to a deadline that has a grace period: no spinning.
+                queue.sleeping_until = Some(deadline);
+                shared
+                    .wakeup
+                    .wait_for(&mut queue, Duration::from_nanos(deadline - now));
+                queue.sleeping_until = None;
+            }
             Some(head) => {
                 // Close to the deadline: spin the rest with the lock free
                 // (a wake-up from sleep is late by about its own length),
@@ -268,7 +279,7 @@ mod tests {
             })
             .unwrap();
         let now = epoch.elapsed_ns();
-        let key = |set| Key { set };
+        let key = |set| Key { set, precise: true };
         timer.arm(now + 30_000_000, key(3));
         timer.arm(now + 10_000_000, key(1));
         let woken = std::sync::Arc::new(Counter::default());
