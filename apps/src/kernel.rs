@@ -62,6 +62,74 @@ where
     Ok(rt.all_reduce(mine, f64::max).await?)
 }
 
+/// What one timed run of a kernel measured.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// Seconds of the timed region.
+    pub seconds: f64,
+    /// Millions of operations per locality per second.
+    pub rate: f64,
+    /// Wrong results found by the verification (every locality's).
+    pub wrong: u64,
+}
+
+/// Runs a kernel's `runs` timed runs one after the other (`run(r)` for r
+/// from 1); on the root prints a `run N: seconds=.. {rate_key}=.. wrong=..`
+/// line per run and a median line. Returns the wrong results of every run.
+///
+/// # Collective
+///
+/// Every locality calls it.
+pub async fn runs<F, Fut>(
+    rt: &Runtime,
+    name: &str,
+    rate_key: &str,
+    runs: u32,
+    mut run: F,
+) -> Result<u64, BoxError>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = Result<Measured, BoxError>>,
+{
+    let root = rt.here().get() == 0;
+    let mut rates = Vec::new();
+    let mut wrong = 0;
+    for r in 1..=runs {
+        let m = run(r).await?;
+        rates.push(m.rate);
+        wrong += m.wrong;
+        if root {
+            println!(
+                "run {r}: seconds={:.4} {rate_key}={:.2} wrong={}",
+                m.seconds, m.rate, m.wrong
+            );
+        }
+    }
+    if root {
+        println!(
+            "{name}: median {rate_key}={:.2} over {runs} runs, {wrong} wrong",
+            median(&rates)
+        );
+    }
+    Ok(wrong)
+}
+
+/// The exit status of a kernel whose job returned `result` (its wrong
+/// results): success only if it ran and nothing was wrong; says why not.
+pub fn exit_code(name: &str, result: Result<u64, courier::Error>) -> std::process::ExitCode {
+    match result {
+        Ok(0) => std::process::ExitCode::SUCCESS,
+        Ok(wrong) => {
+            eprintln!("{name}: {wrong} results failed verification");
+            std::process::ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// The median of `values` (the mean of the middle two for an even count).
 pub fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();

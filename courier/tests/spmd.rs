@@ -20,7 +20,7 @@ struct Tally {
 const MAX_LOCALITIES: usize = 16;
 
 fn tally_state(config: Config) -> Config {
-    config.state(|here| Tally {
+    config.state(|here, _| Tally {
         here,
         from: (0..MAX_LOCALITIES).map(|_| AtomicU64::new(0)).collect(),
     })

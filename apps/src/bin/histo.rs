@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use clap::Parser;
 use courier::{BoxError, Runtime, RuntimeArgs};
-use courier_apps::kernel::{SplitMix64, local, median, owner, timed};
+use courier_apps::kernel::{Measured, SplitMix64, exit_code, local, owner, runs, timed};
 
 /// The counters of this locality.
 struct Table(Vec<AtomicU64>);
@@ -95,7 +95,7 @@ fn main() -> ExitCode {
     let config = cli
         .runtime
         .config(2)
-        .state(move |_| Table((0..table).map(|_| AtomicU64::new(0)).collect()));
+        .state(move |_, _| Table((0..table).map(|_| AtomicU64::new(0)).collect()));
     let transport = config.transport_kind();
     let result = courier::launch_spmd(config, |rt| {
         let cli = Cli::parse();
@@ -110,39 +110,21 @@ fn main() -> ExitCode {
                     cli.runs
                 );
             }
-            let mut rates = Vec::new();
-            let mut wrong_total = 0;
-            for r in 1..=cli.runs {
-                let (seconds, wrong) = run(&rt, &cli, cli.seed + u64::from(r)).await?;
-                let rate = cli.updates as f64 / seconds / 1e6;
-                rates.push(rate);
-                wrong_total += wrong;
-                if root {
-                    println!(
-                        "run {r}: seconds={seconds:.4} mups_per_locality={rate:.2} wrong={wrong}"
-                    );
+            runs(&rt, "histo", "mups_per_locality", cli.runs, |r| {
+                let cli = &cli;
+                let rt = &rt;
+                async move {
+                    let (seconds, wrong) = run(rt, cli, cli.seed + u64::from(r)).await?;
+                    let rate = cli.updates as f64 / seconds / 1e6;
+                    Ok(Measured {
+                        seconds,
+                        rate,
+                        wrong,
+                    })
                 }
-            }
-            if root {
-                println!(
-                    "histo: median mups_per_locality={:.2} over {} runs, {} wrong counters",
-                    median(&rates),
-                    cli.runs,
-                    wrong_total
-                );
-            }
-            Ok(wrong_total)
+            })
+            .await
         }
     });
-    match result {
-        Ok(0) => ExitCode::SUCCESS,
-        Ok(wrong) => {
-            eprintln!("histo: {wrong} counters differed from the replayed updates");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("histo: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    exit_code("histo", result)
 }

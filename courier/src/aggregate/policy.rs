@@ -15,9 +15,12 @@ use serde::{Deserialize, Serialize};
 /// How the parcels of one action to one destination are coalesced into
 /// messages.
 ///
-/// Set it for every action marked `#[courier::action(coalescing)]` with
+/// Set it for every action (but those marked
+/// `#[courier::action(coalescing = false)]`) with
 /// [`Config::coalescing`](crate::Config::coalescing), `--coalescing` or
-/// `COURIER_COALESCING`, and for any action while the program runs with
+/// `COURIER_COALESCING`, for one action with
+/// [`Config::coalesce_action`](crate::Config::coalesce_action), and for any
+/// action while the program runs with
 /// [`Runtime::set_coalescing`](crate::Runtime::set_coalescing).
 ///
 /// The text form (flags, environment) is `off`, `on` (the default count

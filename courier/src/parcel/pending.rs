@@ -445,6 +445,19 @@ impl PendingTable {
         pending
     }
 
+    /// A completer for the responses of one run from `from`: it keeps a
+    /// shard locked while consecutive responses fall in it (the parts of a
+    /// batch share its request, so a run of them takes the lock once), and
+    /// wakes the waiting tasks when it is dropped.
+    pub(crate) fn completer(&self, from: Option<LocalityId>) -> Completer<'_> {
+        Completer {
+            table: self,
+            from,
+            shard: None,
+            wakers: Vec::new(),
+        }
+    }
+
     /// Fails `request` at once (its call could not be sent).
     pub(crate) fn fail(&self, request: u64, failure: Failure) {
         self.complete(request, 0, None, Response::Failed(failure));
@@ -498,6 +511,41 @@ impl PendingTable {
     /// Number of calls waiting (or completed and not yet taken).
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len).sum()
+    }
+}
+
+/// Completes the responses of one run; see [`PendingTable::completer`].
+pub(crate) struct Completer<'a> {
+    table: &'a PendingTable,
+    from: Option<LocalityId>,
+    shard: Option<(usize, parking_lot::MutexGuard<'a, Shard>)>,
+    wakers: Vec<Waker>,
+}
+
+impl Completer<'_> {
+    /// Completes `part` of `request`; returns false if no such call is
+    /// pending (a duplicate or forged response).
+    pub(crate) fn complete(&mut self, request: u64, part: u32, response: Response<'_>) -> bool {
+        let (shard, index, generation) = split_id(request);
+        let guard = match &mut self.shard {
+            Some((held, guard)) if *held == shard => guard,
+            held => {
+                *held = None;
+                &mut held.insert((shard, self.table.shards[shard].lock())).1
+            }
+        };
+        let (pending, waker) = guard.complete(index, generation, part, self.from, response);
+        self.wakers.extend(waker);
+        pending
+    }
+}
+
+impl Drop for Completer<'_> {
+    fn drop(&mut self) {
+        self.shard = None;
+        for waker in self.wakers.drain(..) {
+            waker.wake();
+        }
     }
 }
 

@@ -157,16 +157,17 @@ impl Config {
     }
 
     /// Gives every locality a state of type `T`, made by `make` (called
-    /// with the locality's id) when the locality starts: what its actions
-    /// share, read with [`Runtime::state`] or [`with_state`](crate::with_state).
-    /// A second state of the same type replaces the first.
+    /// with the locality's id and the number of localities of the job) when
+    /// the locality starts: what its actions share, read with
+    /// [`Runtime::state`] or [`with_state`](crate::with_state). A second
+    /// state of the same type replaces the first.
     ///
     /// Each locality has its own state, also under `Transport::Inproc`, where
     /// a `static` would be shared by every locality of the process. `T` must
     /// be `Sync`: every worker of the locality may use it at once.
     pub fn state<T: Send + Sync + 'static>(
         mut self,
-        make: impl Fn(LocalityId) -> T + Send + Sync + 'static,
+        make: impl Fn(LocalityId, u32) -> T + Send + Sync + 'static,
     ) -> Self {
         let maker = StateMaker::new(make);
         self.states.retain(|m| m.type_id() != maker.type_id());
@@ -209,17 +210,18 @@ impl Config {
         self
     }
 
-    /// The coalescing of actions marked `#[courier::action(coalescing)]`
-    /// (default: [`Coalescing::default`], the count policy with its
-    /// defaults; `COURIER_COALESCING`). `Coalescing::Off` turns coalescing
-    /// off for them; actions without the mark stay off until
+    /// The coalescing of every action (default: [`Coalescing::default`],
+    /// the count policy with its defaults; `COURIER_COALESCING`).
+    /// `Coalescing::Off` turns coalescing off; actions marked
+    /// `#[courier::action(coalescing = false)]` stay off until configured
+    /// with [`coalesce_action`](Self::coalesce_action) or
     /// [`Runtime::set_coalescing`](crate::Runtime::set_coalescing).
     pub fn coalescing(mut self, coalescing: Coalescing) -> Self {
         self.coalescing = coalescing;
         self
     }
 
-    /// Sets the coalescing of one action, marked or not, named by its full
+    /// Sets the coalescing of one action, named by its full
     /// path or a `::` suffix only it has (as in counter names): how a
     /// program's actions are coalesced can change without touching its code.
     /// Applies on every locality that gets this configuration.
@@ -412,13 +414,13 @@ pub struct RuntimeArgs {
     /// Format of printed counters.
     #[arg(long, value_enum, default_value_t = CounterFormat::Text)]
     pub print_counter_format: CounterFormat,
-    /// Coalescing of actions marked `#[courier::action(coalescing)]`: off, on,
-    /// count[:num_parcels=N,interval_us=N,max_bytes=N] or
+    /// Coalescing of every action (but those marked `coalescing = false`):
+    /// off, on, count[:num_parcels=N,interval_us=N,max_bytes=N] or
     /// bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N]
     /// [default: count, or COURIER_COALESCING].
     #[arg(long, value_name = "SPEC")]
     pub coalescing: Option<Coalescing>,
-    /// Coalescing of one action, marked or not: ACTION=SPEC, ACTION its
+    /// Coalescing of one action: ACTION=SPEC, ACTION its
     /// full path or a unique `::` suffix (repeatable).
     #[arg(long, value_name = "ACTION=SPEC", value_parser = parse_action_setting)]
     pub coalesce_action: Vec<(String, Coalescing)>,

@@ -110,7 +110,7 @@ where
 /// let config = Config::new()
 ///     .localities(4)
 ///     .transport(Transport::Inproc)
-///     .state(|_| Count(AtomicU64::new(0)));
+///     .state(|_, _| Count(AtomicU64::new(0)));
 /// let total = courier::launch_spmd(config, |rt| async move {
 ///     // Every locality bumps every locality ten times...
 ///     for dest in rt.localities() {

@@ -177,7 +177,7 @@ impl Locality {
             stopping: AtomicBool::new(false),
             control: Mutex::new(ControlState::default()),
             control_changed: Condvar::new(),
-            states: States::make(&config.states, here),
+            states: States::make(&config.states, here, count),
             collectives: Collectives::default(),
             parcel_work: ParcelWork::default(),
             me: me.clone(),

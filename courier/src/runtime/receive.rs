@@ -51,6 +51,7 @@ impl Sink for Locality {
                 }
                 RunKind::Responses => {
                     let mut responses = ParcelReader::new(&frame[run.body], run.count, source);
+                    let mut completer = self.pending.completer(Some(source));
                     while let Some(response) = responses.next_response().map_err(malformed)? {
                         let completion = match &response.result {
                             Ok(output) => Response::Output(&frame, output),
@@ -60,13 +61,9 @@ impl Sink for Locality {
                         };
                         // An unknown request is a response to a call that
                         // already failed (its path lost a locality).
-                        self.pending.complete(
-                            response.request,
-                            response.part,
-                            Some(source),
-                            completion,
-                        );
+                        completer.complete(response.request, response.part, completion);
                     }
+                    drop(completer);
                     responses.finish().map_err(malformed)?;
                     payload += responses.payload_bytes();
                 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::handle::with_current_locality;
 use super::{LocalityId, Runtime};
 
-type Make = dyn Fn(LocalityId) -> Box<dyn Any + Send + Sync> + Send + Sync;
+type Make = dyn Fn(LocalityId, u32) -> Box<dyn Any + Send + Sync> + Send + Sync;
 
 /// How to make one piece of per-locality state.
 #[derive(Clone)]
@@ -28,12 +28,12 @@ impl std::fmt::Debug for StateMaker {
 
 impl StateMaker {
     pub(crate) fn new<T: Send + Sync + 'static>(
-        make: impl Fn(LocalityId) -> T + Send + Sync + 'static,
+        make: impl Fn(LocalityId, u32) -> T + Send + Sync + 'static,
     ) -> Self {
         StateMaker {
             type_id: TypeId::of::<T>(),
             type_name: std::any::type_name::<T>(),
-            make: Arc::new(move |here| Box::new(make(here))),
+            make: Arc::new(move |here, count| Box::new(make(here, count))),
         }
     }
 
@@ -55,9 +55,14 @@ impl std::fmt::Debug for States {
 }
 
 impl States {
-    /// Makes every state for locality `here`.
-    pub(crate) fn make(makers: &[StateMaker], here: LocalityId) -> Self {
-        States(makers.iter().map(|m| (m.type_id, (m.make)(here))).collect())
+    /// Makes every state for locality `here` of `count`.
+    pub(crate) fn make(makers: &[StateMaker], here: LocalityId, count: u32) -> Self {
+        States(
+            makers
+                .iter()
+                .map(|m| (m.type_id, (m.make)(here, count)))
+                .collect(),
+        )
     }
 
     /// The state of type `T`. A linear search: a program has a few.
@@ -108,7 +113,7 @@ impl Runtime {
     /// let config = Config::new()
     ///     .localities(2)
     ///     .transport(Transport::Inproc)
-    ///     .state(|_| Hits(AtomicU64::new(0)));
+    ///     .state(|_, _| Hits(AtomicU64::new(0)));
     /// let total = courier::launch(config, |rt| async move {
     ///     for _ in 0..10 {
     ///         rt.post(rt.locality(1), hit, ())?;

@@ -174,7 +174,13 @@ impl Scheduler {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.spawned.fetch_add(1, Ordering::Relaxed);
+        match worker::current_index(self) {
+            // Only this worker writes its count: no read-modify-write.
+            Some(index) => self.published[index].count_spawn(),
+            None => {
+                self.spawned.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         let sched = Arc::clone(self);
         let future = worker::count_finish(future);
         let (runnable, task) = async_task::Builder::new()
@@ -186,8 +192,12 @@ impl Scheduler {
 
     /// Puts a runnable task on a queue and wakes a worker for it.
     fn schedule(&self, runnable: Runnable) {
-        if let Some(runnable) = worker::push_local(self, runnable) {
-            self.injector.push(runnable);
+        match worker::push_local(self, runnable) {
+            // A lone worker that queued a task for itself is awake: it
+            // will find the task without being woken.
+            None if self.stealers.len() == 1 => return,
+            None => {}
+            Some(runnable) => self.injector.push(runnable),
         }
         self.sleep.notify_one(self.background());
     }
@@ -224,8 +234,9 @@ impl Scheduler {
             .iter()
             .map(PublishedStats::load_histogram)
             .collect();
+        let by_workers: u64 = self.published.iter().map(PublishedStats::spawned).sum();
         StatsSnapshot {
-            spawned: self.spawned.load(Ordering::Acquire),
+            spawned: self.spawned.load(Ordering::Acquire) + by_workers,
             workers,
             poll_histograms,
         }

@@ -55,6 +55,9 @@ pub(crate) struct PublishedStats {
     idle_ns: AtomicU64,
     steals: AtomicU64,
     poll_histogram: [AtomicU64; POLL_BUCKETS],
+    /// Tasks this worker spawned: exact at every moment (counted as they
+    /// are spawned, not published), written only by the worker.
+    spawned: AtomicU64,
 }
 
 impl Default for PublishedStats {
@@ -68,6 +71,7 @@ impl Default for PublishedStats {
             idle_ns: AtomicU64::default(),
             steals: AtomicU64::default(),
             poll_histogram: std::array::from_fn(|_| AtomicU64::default()),
+            spawned: AtomicU64::default(),
         }
     }
 }
@@ -87,6 +91,18 @@ impl PublishedStats {
             .store(stats.background_ns, Ordering::Release);
         self.idle_ns.store(stats.idle_ns, Ordering::Release);
         self.steals.store(stats.steals, Ordering::Release);
+    }
+
+    /// Counts a task spawned by the owning worker (only it calls this).
+    #[inline]
+    pub(crate) fn count_spawn(&self) {
+        let n = self.spawned.load(Ordering::Relaxed);
+        self.spawned.store(n + 1, Ordering::Release);
+    }
+
+    /// Tasks the owning worker spawned.
+    pub(crate) fn spawned(&self) -> u64 {
+        self.spawned.load(Ordering::Acquire)
     }
 
     /// Reads the last published poll histogram.

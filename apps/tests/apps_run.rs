@@ -1,0 +1,174 @@
+//! The apps as real programs: each kernel (histo, ig in every mode,
+//! randomaccess, alltoall) runs with tiny sizes on two localities, in one
+//! process (`--transport inproc`) and as two processes over TCP (the
+//! default transport), and must exit with status 0 and report no error;
+//! a job randomaccess cannot run is refused with a clear message.
+
+use std::io::Read;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long one run may take before the test kills it and fails.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The two ways the apps run here: threads of one process, and processes
+/// over TCP (no `--transport`: TCP is the default).
+const TRANSPORTS: [&[&str]; 2] = [&["--transport", "inproc"], &[]];
+
+/// What a finished program printed.
+#[derive(Debug)]
+struct Output {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Reads all of a child's pipe on a thread of its own (so that a full pipe
+/// never stalls the child while we wait for it).
+fn drain(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<String> {
+    let mut pipe = pipe.expect("the pipe was asked for");
+    thread::spawn(move || {
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text);
+        text
+    })
+}
+
+/// Waits for `child`, killing it after [`DEADLINE`].
+fn wait(child: &mut Child, what: &str) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for the app") {
+            return status;
+        }
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} took more than {DEADLINE:?}");
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs the app `exe` with `args`, without any `COURIER_*` variable of
+/// the environment that runs the tests.
+fn run(exe: &str, args: &[&str]) -> Output {
+    let what = format!("{exe} {}", args.join(" "));
+    let mut command = Command::new(exe);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("COURIER_") {
+            command.env_remove(name);
+        }
+    }
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let status = wait(&mut child, &what);
+    Output {
+        status,
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    }
+}
+
+/// Runs the app on two localities over both transports and checks that it succeeded and that
+/// each of its `run N:` lines shows every one of `clean` (`key=value`).
+fn assert_clean(exe: &str, args: &[&str], clean: &[&str]) {
+    for transport in TRANSPORTS {
+        let args: Vec<&str> = ["--localities", "2"]
+            .iter()
+            .chain(args)
+            .chain(transport)
+            .copied()
+            .collect();
+        let out = run(exe, &args);
+        let shown = format!(
+            "{exe} {}\n--- stdout\n{}--- stderr\n{}",
+            args.join(" "),
+            out.stdout,
+            out.stderr
+        );
+        assert!(out.status.success(), "exit status {}: {shown}", out.status);
+        let runs: Vec<&str> = out
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("run "))
+            .collect();
+        assert!(!runs.is_empty(), "no `run N:` line: {shown}");
+        for line in runs {
+            for key in clean {
+                assert!(
+                    line.split_whitespace().any(|word| word == *key),
+                    "no `{key}` in `{line}`: {shown}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn histo_counts_every_update() {
+    assert_clean(
+        env!("CARGO_BIN_EXE_histo"),
+        &["--updates", "20000", "--table", "1000", "--runs", "2"],
+        &["wrong=0"],
+    );
+}
+
+#[test]
+fn ig_reads_every_value_in_every_mode() {
+    for mode in ["batch", "futures", "posts"] {
+        assert_clean(
+            env!("CARGO_BIN_EXE_ig"),
+            &[
+                "--reads", "20000", "--table", "1000", "--runs", "2", "--mode", mode,
+            ],
+            &["wrong=0"],
+        );
+    }
+}
+
+#[test]
+fn randomaccess_leaves_no_error() {
+    assert_clean(
+        env!("CARGO_BIN_EXE_randomaccess"),
+        &["--log-table-size", "10", "--runs", "2"],
+        &["errors=0", "checksum_ok=true"],
+    );
+}
+
+#[test]
+fn alltoall_delivers_every_message() {
+    assert_clean(
+        env!("CARGO_BIN_EXE_alltoall"),
+        &["--messages", "1000", "--ack-every", "64", "--runs", "2"],
+        &["errors=0"],
+    );
+}
+
+#[test]
+fn randomaccess_refuses_a_job_that_is_not_a_power_of_two() {
+    let out = run(
+        env!("CARGO_BIN_EXE_randomaccess"),
+        &["--localities", "3", "--transport", "inproc", "--runs", "1"],
+    );
+    assert!(
+        !out.status.success(),
+        "3 localities ran: {}{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("power of two") && out.stderr.contains("not 3"),
+        "the error does not say what is wrong: {}",
+        out.stderr
+    );
+}
