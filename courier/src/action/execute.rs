@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::Action;
 use crate::parcel::{
-    Checkpoint, DecodeError, EncodeError, FrameBuilder, ParcelReader, RemoteError, ReplyTo,
+    Checkpoint, DecodeError, EncodeError, FrameBuilder, ParcelReader, RemoteError, ReplyTo, decode,
     panic_message,
 };
 
@@ -93,7 +93,7 @@ fn run_some<A: Action>(
         let Some(call) = calls.next_call()? else {
             return Ok(());
         };
-        let args = match postcard::from_bytes::<A::Args>(call.args) {
+        let args = match decode::<A::Args>(call.args) {
             Ok(args) => args,
             Err(e) => {
                 let error = RemoteError::BadArguments(e.to_string());

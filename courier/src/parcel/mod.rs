@@ -5,7 +5,8 @@
 //!   bounds-checked reader of received frames.
 //! - `frame`: [`FrameBuilder`], a run of parcels being built, arguments
 //!   and results encoded straight into it.
-//! - `encode`: the serializer that writes them (postcard's format).
+//! - `encode`, `decode`: the serializer that writes them and the
+//!   deserializer that reads them in place (postcard's format).
 //! - `pending`: the table of calls waiting for their results,
 //!   [`CallFuture`] and [`BatchFuture`].
 //! - `error`: [`CallError`], why a call produced no result.
@@ -15,12 +16,14 @@
 //! A parcel carries only its reply slot and its arguments (three to five
 //! bytes for a small `post`); a response only its request id and output.
 
+mod decode;
 mod encode;
 mod error;
 mod frame;
 mod pending;
 mod wire;
 
+pub(crate) use decode::decode;
 pub use error::CallError;
 pub(crate) use error::{Failure, RemoteError, panic_message};
 pub(crate) use frame::{EncodeError, FrameBuilder, FrameMark, encode_control};

@@ -114,7 +114,7 @@ impl<T: DeserializeOwned + Send + 'static> BatchSink for BatchResults<T> {
             return Ok(false);
         }
         let value =
-            postcard::from_bytes(bytes).map_err(|e| Failure::DecodeResult(e.to_string()))?;
+            super::decode::decode(bytes).map_err(|e| Failure::DecodeResult(e.to_string()))?;
         *place = Some(value);
         Ok(true)
     }
@@ -686,7 +686,7 @@ impl<T: DeserializeOwned> Future for CallFuture<T> {
             Waiting::Remote(call) => match call.poll_completion(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Ok(Output::Single(bytes))) => {
-                    postcard::from_bytes(&bytes).map_err(|e| Failure::DecodeResult(e.to_string()))
+                    super::decode::decode(&bytes).map_err(|e| Failure::DecodeResult(e.to_string()))
                 }
                 Poll::Ready(Ok(Output::Batch(_))) => {
                     unreachable!("a single call completed as a batch")

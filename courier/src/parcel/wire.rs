@@ -196,7 +196,7 @@ pub(crate) fn decode_frame(bytes: &[u8]) -> Result<(LocalityId, FrameBody<'_>), 
     let source = LocalityId::new(r.u32()?);
     if kind == KIND_CONTROL {
         let control =
-            postcard::from_bytes(r.rest()).map_err(|e| DecodeError::Control(e.to_string()))?;
+            super::decode::decode(r.rest()).map_err(|e| DecodeError::Control(e.to_string()))?;
         return Ok((source, FrameBody::Control(control)));
     }
     Ok((source, FrameBody::Parcels(Runs { r })))
@@ -361,6 +361,7 @@ impl<'a> ParcelReader<'a> {
     }
 
     /// The next response of a responses run.
+    #[inline]
     pub(crate) fn next_response(&mut self) -> Result<Option<ResponseParcel<'a>>, DecodeError> {
         if !self.advance() {
             return Ok(None);
@@ -374,7 +375,8 @@ impl<'a> ParcelReader<'a> {
         let result = if status == 0 {
             Ok(bytes)
         } else {
-            Err(postcard::from_bytes(bytes).map_err(|e| DecodeError::RemoteError(e.to_string()))?)
+            Err(super::decode::decode(bytes)
+                .map_err(|e| DecodeError::RemoteError(e.to_string()))?)
         };
         Ok(Some(ResponseParcel {
             request,
@@ -406,6 +408,7 @@ pub(crate) fn decode_call(bytes: &[u8], source: LocalityId) -> Result<CallParcel
     }
 }
 
+#[inline]
 fn read_call<'a>(r: &mut Reader<'a>, source: LocalityId) -> Result<CallParcel<'a>, DecodeError> {
     let reply = match r.tag("reply", REPLY_SOURCE)? {
         REPLY_NOBODY => ReplyTo::Nobody,
@@ -449,10 +452,12 @@ impl<'a> Reader<'a> {
         self.offset == self.bytes.len()
     }
 
+    #[inline]
     fn rest(&self) -> &'a [u8] {
         &self.bytes[self.offset..]
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         let rest = self.rest();
         if rest.len() < n {
@@ -465,25 +470,42 @@ impl<'a> Reader<'a> {
         Ok(&rest[..n])
     }
 
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         let mut a = [0; N];
         a.copy_from_slice(self.take(N)?);
         Ok(a)
     }
 
+    #[inline]
     fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.take(1)?[0])
     }
 
+    #[inline]
     fn u32(&mut self) -> Result<u32, DecodeError> {
         self.array().map(u32::from_le_bytes)
     }
 
+    #[inline]
     fn u64(&mut self) -> Result<u64, DecodeError> {
         self.array().map(u64::from_le_bytes)
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<u32, DecodeError> {
+        // The common case: one byte.
+        if let Some(&byte) = self.bytes.get(self.offset) {
+            if byte < 0x80 {
+                self.offset += 1;
+                return Ok(u32::from(byte));
+            }
+        }
+        self.varint_long()
+    }
+
+    #[cold]
+    fn varint_long(&mut self) -> Result<u32, DecodeError> {
         let offset = self.offset;
         let mut value = 0u32;
         for i in 0..VARINT_MAX {
@@ -504,11 +526,13 @@ impl<'a> Reader<'a> {
         })
     }
 
+    #[inline]
     fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
         let len = self.varint()? as usize;
         self.take(len)
     }
 
+    #[inline]
     fn tag(&mut self, what: &'static str, max: u8) -> Result<u8, DecodeError> {
         let offset = self.offset;
         let tag = self.u8()?;
@@ -518,6 +542,7 @@ impl<'a> Reader<'a> {
         Ok(tag)
     }
 
+    #[inline]
     fn caller(&mut self) -> Result<Caller, DecodeError> {
         Ok(Caller {
             locality: LocalityId::new(self.u32()?),

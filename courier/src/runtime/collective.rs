@@ -297,15 +297,15 @@ impl Runtime {
             .enumerate()
             .map(|(rank, bytes)| {
                 let at = LocalityId::new(rank as u32);
-                let failed = |why: String| collective_error(NAME, at, Failure::DecodeResult(why));
-                match postcard::take_from_bytes(bytes) {
-                    Ok((value, [])) => Ok(value),
-                    Ok((_, rest)) => Err(failed(format!(
-                        "{} bytes left over: did every locality give a value of the same type?",
-                        rest.len()
-                    ))),
-                    Err(e) => Err(failed(e.to_string())),
-                }
+                crate::parcel::decode(bytes).map_err(|e| {
+                    collective_error(
+                        NAME,
+                        at,
+                        Failure::DecodeResult(format!(
+                            "{e} (did every locality give a value of the same type?)"
+                        )),
+                    )
+                })
             })
             .collect()
     }
