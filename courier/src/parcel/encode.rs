@@ -327,92 +327,11 @@ impl ser::SerializeMap for &mut Encoder<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use proptest::prelude::*;
-    use serde::{Deserialize, Serialize};
+    use serde::Serialize;
 
+    use super::super::samples::{Everything, everything};
     use super::encode;
-
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    enum Shape {
-        Unit,
-        Newtype(i32),
-        Tuple(u8, i64),
-        Struct { name: String, weight: f32 },
-    }
-
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    struct Everything {
-        flag: bool,
-        small: (u8, i8, u16, i16),
-        words: (u32, i32, u64, i64),
-        wide: (u128, i128),
-        floats: (f32, f64),
-        letter: char,
-        text: String,
-        bytes: Vec<u8>,
-        maybe: Option<u64>,
-        shapes: Vec<Shape>,
-        map: BTreeMap<u16, String>,
-        unit: (),
-        size: (usize, isize),
-    }
-
-    fn shape() -> impl Strategy<Value = Shape> {
-        prop_oneof![
-            Just(Shape::Unit),
-            any::<i32>().prop_map(Shape::Newtype),
-            (any::<u8>(), any::<i64>()).prop_map(|(a, b)| Shape::Tuple(a, b)),
-            (".*", any::<f32>()).prop_map(|(name, weight)| Shape::Struct { name, weight }),
-        ]
-    }
-
-    fn everything() -> impl Strategy<Value = Everything> {
-        (
-            (
-                any::<bool>(),
-                any::<(u8, i8, u16, i16)>(),
-                any::<(u32, i32, u64, i64)>(),
-            ),
-            (
-                any::<(u128, i128)>(),
-                any::<(f32, f64)>(),
-                any::<char>(),
-                ".*",
-            ),
-            (
-                proptest::collection::vec(any::<u8>(), 0..300),
-                any::<Option<u64>>(),
-                proptest::collection::vec(shape(), 0..8),
-                proptest::collection::btree_map(any::<u16>(), ".*", 0..5),
-                any::<(usize, isize)>(),
-            ),
-        )
-            .prop_map(
-                |(
-                    (flag, small, words),
-                    (wide, floats, letter, text),
-                    (bytes, maybe, shapes, map, size),
-                )| {
-                    Everything {
-                        flag,
-                        small,
-                        words,
-                        wide,
-                        floats,
-                        letter,
-                        text,
-                        bytes,
-                        maybe,
-                        shapes,
-                        map,
-                        unit: (),
-                        size,
-                    }
-                },
-            )
-    }
 
     proptest! {
         #[test]

@@ -21,6 +21,8 @@ mod encode;
 mod error;
 mod frame;
 mod pending;
+#[cfg(test)]
+mod samples;
 mod wire;
 
 pub(crate) use decode::decode;
