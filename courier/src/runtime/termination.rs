@@ -18,6 +18,13 @@ use crate::parcel::{ActivityCounts, Control};
 /// How often the root says what it is waiting for while the job is not idle.
 const WAIT_REPORT_INTERVAL: Duration = Duration::from_secs(5);
 
+/// The first and the longest pause between two waves of a job that is not
+/// yet quiet: a wave costs every locality a control message and a flush of
+/// its buffers; a pause of the order of a network round trip keeps the
+/// answer to `quiesce` prompt. Guesses, tune me.
+const WAVE_PAUSE_MIN: Duration = Duration::from_micros(20);
+const WAVE_PAUSE_MAX: Duration = Duration::from_millis(5);
+
 /// How long the root waits for the shutdown acknowledgements.
 const ACK_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -115,8 +122,11 @@ pub(crate) fn run_waves(root: &Locality, done: fn(&[ActivityCounts]) -> bool) ->
         }
         previous = Some(counts);
         if round > 2 {
-            // Back off while the job is still busy.
-            std::thread::sleep(Duration::from_millis(round.min(20)));
+            // Back off while the job is still busy: from a few tens of
+            // microseconds (a job that is about to be quiet answers the
+            // next waves at once) to a few milliseconds.
+            let pause = WAVE_PAUSE_MIN.saturating_mul(1 << (round - 3).min(16));
+            std::thread::sleep(pause.min(WAVE_PAUSE_MAX));
         }
     }
     unreachable!("the waves end by returning")
