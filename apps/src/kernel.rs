@@ -8,13 +8,22 @@ use courier::{BoxError, LocalityId, Runtime};
 
 /// Global index `g` of a table spread cyclically over `p` localities lives
 /// on locality `g % p` at local index `g / p` (bale's layout).
+#[inline]
 pub fn owner(g: u64, p: u32) -> LocalityId {
-    LocalityId::new((g % u64::from(p)) as u32)
+    LocalityId::new(match u32::try_from(g) {
+        // A 32-bit division costs about half a 64-bit one.
+        Ok(g) => g % p,
+        Err(_) => (g % u64::from(p)) as u32,
+    })
 }
 
 /// The local index of global index `g` on its owner.
+#[inline]
 pub fn local(g: u64, p: u32) -> u64 {
-    g / u64::from(p)
+    match u32::try_from(g) {
+        Ok(g) => u64::from(g / p),
+        Err(_) => g / u64::from(p),
+    }
 }
 
 /// SplitMix64 (Steele, Lea, Flood 2014): a small, fast, seedable stream

@@ -232,6 +232,7 @@ impl Locality {
     }
 
     /// Whether the job is ending.
+    #[inline]
     pub(crate) fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::Acquire)
     }
