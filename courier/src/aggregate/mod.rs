@@ -197,7 +197,13 @@ impl Aggregator {
             encode(&mut buffer.frame).map_err(encode_failure)?;
             let parcel_bytes = buffer.frame.byte_len() - before;
             if buffer.pushed_fast(parcel_bytes) {
-                return self.after_push(outbox, buffers, set_index, on_worker, dest, Vec::new());
+                // The common case ends here: the set's worker looks at the
+                // clock only every CHECK_EVERY parcels.
+                buffers.pushes = buffers.pushes.wrapping_add(1);
+                if !on_worker || buffers.pushes % CHECK_EVERY != 0 {
+                    return Ok(());
+                }
+                return self.check_due(outbox, buffers, set_index, dest);
             }
             return self.push_slow(
                 outbox,
@@ -280,12 +286,26 @@ impl Aggregator {
             buffers.list(lane, dest.index());
             self.arm_set(set_index, &mut buffers, deadline);
         }
+        buffers.pushes = buffers.pushes.wrapping_add(1);
         self.after_push(outbox, buffers, set_index, on_worker, dest, taken)
     }
 
-    /// Ends a push: looks at the clock every [`CHECK_EVERY`] parcels for
-    /// due buffers, releases the set, sends what was taken.
-    #[inline]
+    /// Every [`CHECK_EVERY`]-th parcel of a worker that stays in its
+    /// buffer: flushes what is due.
+    #[cold]
+    fn check_due(
+        &self,
+        outbox: &dyn Outbox,
+        buffers: Locked<'_>,
+        set_index: usize,
+        dest: LocalityId,
+    ) -> Result<(), Failure> {
+        self.after_push(outbox, buffers, set_index, true, dest, Vec::new())
+    }
+
+    /// Ends a push (counted in `buffers.pushes` already): looks at the
+    /// clock every [`CHECK_EVERY`] parcels for due buffers, releases the
+    /// set, sends what was taken.
     fn after_push(
         &self,
         outbox: &dyn Outbox,
@@ -295,7 +315,6 @@ impl Aggregator {
         dest: LocalityId,
         mut taken: Taken,
     ) -> Result<(), Failure> {
-        buffers.pushes = buffers.pushes.wrapping_add(1);
         if taken.is_empty() && (!on_worker || buffers.pushes % CHECK_EVERY != 0) {
             return Ok(());
         }
@@ -442,7 +461,7 @@ impl Aggregator {
 
     /// Locks set `set`: as its worker when `as_worker` (then `set` must
     /// come from [`my_set`](Self::my_set) on the calling thread).
-    #[inline]
+    #[inline(always)]
     fn lock_set(&self, set: usize, as_worker: bool) -> Locked<'_> {
         if as_worker {
             // SAFETY: `my_set` gave this thread `set` as its worker's own:

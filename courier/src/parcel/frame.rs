@@ -162,6 +162,7 @@ impl FrameBuilder {
     }
 
     /// Appends a call whose arguments are encoded straight into the frame.
+    #[inline]
     pub(crate) fn push_call<T: Serialize + ?Sized>(
         &mut self,
         reply: ReplyTo,
@@ -250,7 +251,17 @@ impl FrameBuilder {
         self.buf.push(status);
     }
 
+    #[inline]
     fn put_reply(&mut self, reply: ReplyTo, explicit: bool) {
+        if reply == ReplyTo::Nobody {
+            // A post: the tag alone.
+            self.buf.push(REPLY_NOBODY);
+            return;
+        }
+        self.put_reply_to(reply, explicit);
+    }
+
+    fn put_reply_to(&mut self, reply: ReplyTo, explicit: bool) {
         let buf = &mut self.buf;
         let caller = |buf: &mut Vec<u8>, c: Caller| {
             buf.extend_from_slice(&c.locality.get().to_le_bytes());
@@ -326,6 +337,12 @@ impl FrameBuilder {
             self.buf[at] = len as u8;
             return Ok(());
         }
+        self.widen_len(at, len)
+    }
+
+    /// [`patch_len`](Self::patch_len) for a length of two bytes or more.
+    #[cold]
+    fn widen_len(&mut self, at: usize, len: usize) -> Result<(), EncodeError> {
         let value = u32::try_from(len).map_err(|_| EncodeError::TooLarge(len))?;
         let width = varint_len(value);
         let end = self.buf.len();
