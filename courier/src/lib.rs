@@ -27,13 +27,26 @@
 //!
 //! # Map of the crate
 //!
-//! - [`runtime`](crate::Runtime): [`launch`], [`Config`], the [`Runtime`] handle.
-//! - `action`: the [`Action`] trait and the registry of every action.
-//! - `parcel`: the wire format, pending calls, [`CallFuture`], [`CallError`].
+//! - [`runtime`](crate::Runtime): [`launch`], [`launch_spmd`], [`Config`], the
+//!   [`Runtime`] handle. Inside: the locality (`locality`), what leaves it
+//!   (`send`) and what arrives (`receive`), control messages (`control`),
+//!   collectives (`collective`: barrier, all_gather, all_reduce), quiescence
+//!   (`termination`), per-locality state (`state`, [`with_state`]) and
+//!   timers (`time`, [`sleep`]).
+//! - `action`: the [`Action`] trait, the registry of every action, and the
+//!   monomorphized loop that runs a run of received calls (`execute`).
+//! - `parcel`: the wire format (`wire`, `frame`), a postcard-compatible
+//!   encoder and decoder that work in place (`encode`, `decode`), pending
+//!   calls, [`CallFuture`], [`BatchFuture`], [`CallError`].
 //! - `aggregate`: coalescing of parcels per action and destination
-//!   ([`Coalescing`]), its flush policies and flush timer.
-//! - `sched`: the work-stealing scheduler and [`JoinHandle`].
-//! - `transport`: in-process and TCP transports.
+//!   ([`Coalescing`]): per-worker buffer sets, flush policies, flush timer,
+//!   virtual-grid routing.
+//! - `sched`: the work-stealing scheduler, [`JoinHandle`], [`yield_now`].
+//! - `sync`: `BiasedLock` (a lock its owning worker takes
+//!   with plain stores) and the process-wide fence it relies on.
+//! - `counters`: performance counters, their names, output formats and the
+//!   Prometheus endpoint.
+//! - `transport`: in-process, TCP and (feature `mpi`) MPI transports.
 //! - [`launcher`]: what `courier run` uses to start a job.
 
 #![deny(unsafe_code)]

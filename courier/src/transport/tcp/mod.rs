@@ -29,7 +29,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use bytes::{Buf, Bytes, BytesMut};
 use mio::{Events, Interest, Poll, Token, Waker};
 use parking_lot::Mutex;
 
@@ -42,8 +42,18 @@ use handshake::{Hello, Refusal};
 const WAKER: Token = Token(usize::MAX);
 const LISTENER: Token = Token(usize::MAX - 1);
 
-/// Smallest free space a read buffer offers to `read`.
+/// What a read buffer grows by when it runs short of room.
 const READ_CHUNK: usize = 64 * 1024;
+
+/// Least free space a read buffer offers to `read`.
+const READ_MIN: usize = 16 * 1024;
+
+/// Frames up to this size (the coalesced frames of the default policies)
+/// are copied out of the read buffer, which then stays unshared and is
+/// reused in place; larger ones are split off without a copy and fill most
+/// of the allocation they keep alive. Splitting every frame off would let
+/// each small frame pin a whole read chunk until it has run.
+const COPY_UP_TO: usize = 64 * 1024;
 
 /// Bytes of the `u32` length prefix.
 const PREFIX: usize = 4;
@@ -67,8 +77,8 @@ struct Peer {
 
 /// Bytes read from one peer, not yet cut into frames: `buf[..end]`. The
 /// rest of `buf` is initialised room for the next read, so reads need no
-/// zeroing; each complete frame is split off the front and handed to the
-/// sink as shared bytes, without a copy.
+/// zeroing. Each complete frame is taken off the front and handed to the
+/// sink: copied if small (see [`COPY_UP_TO`]), else as shared bytes.
 #[derive(Default)]
 struct Incoming {
     buf: BytesMut,
@@ -81,10 +91,44 @@ impl Incoming {
         if self.buf.len() - self.end >= want {
             return;
         }
-        // Only the bytes read are kept (and copied, should the buffer move);
-        // the new room is zeroed once.
+        // Only the bytes read are kept: an unshared buffer moves them to
+        // its front and reuses its memory; the room is zeroed once per move.
         self.buf.truncate(self.end);
-        self.buf.resize(self.end + want.max(READ_CHUNK), 0);
+        self.buf.reserve(want.max(READ_CHUNK));
+        let capacity = self.buf.capacity();
+        self.buf.resize(capacity, 0);
+    }
+
+    /// The next complete frame, if one has been read; else makes room for
+    /// the whole of the frame begun, so that it arrives in one piece. A
+    /// frame above `max_bytes` is an error: its length.
+    fn next_frame(&mut self, max_bytes: usize) -> Result<Option<Bytes>, usize> {
+        let available = &self.buf[..self.end];
+        let Some(prefix) = available.get(..PREFIX) else {
+            return Ok(None);
+        };
+        let len = u32::from_le_bytes(prefix.try_into().expect("4 bytes")) as usize;
+        if len > max_bytes {
+            return Err(len);
+        }
+        if available.len() < PREFIX + len {
+            self.make_room(PREFIX + len - available.len());
+            return Ok(None);
+        }
+        Ok(Some(self.take_frame(PREFIX + len)))
+    }
+
+    /// Takes the first `total` bytes (a length prefix and its frame) off
+    /// the front and returns the frame.
+    fn take_frame(&mut self, total: usize) -> Bytes {
+        self.end -= total;
+        if total <= COPY_UP_TO {
+            let frame = Bytes::copy_from_slice(&self.buf[PREFIX..total]);
+            self.buf.advance(total);
+            frame
+        } else {
+            self.buf.split_to(total).freeze().slice(PREFIX..)
+        }
     }
 }
 
@@ -282,7 +326,7 @@ impl Tcp {
         }
         let mut did = false;
         loop {
-            incoming.make_room(READ_CHUNK);
+            incoming.make_room(READ_MIN);
             let got = match (&peer.stream).read(&mut incoming.buf[incoming.end..]) {
                 Ok(0) => {
                     self.lose(
@@ -320,25 +364,12 @@ impl Tcp {
         incoming: &mut Incoming,
         sink: &dyn Sink,
     ) -> Result<(), String> {
-        loop {
-            let available = &incoming.buf[..incoming.end];
-            let Some(prefix) = available.get(..PREFIX) else {
-                break;
-            };
-            let len = u32::from_le_bytes(prefix.try_into().expect("4 bytes")) as usize;
-            if len > self.max_frame_bytes {
-                return Err(format!(
-                    "{rank} sent a frame of {len} bytes, above the limit of {} bytes (max_frame_bytes)",
-                    self.max_frame_bytes
-                ));
-            }
-            if available.len() < PREFIX + len {
-                // Make room for the whole frame so that it arrives in one piece.
-                incoming.make_room(PREFIX + len - available.len());
-                break;
-            }
-            let frame = incoming.buf.split_to(PREFIX + len).freeze().slice(PREFIX..);
-            incoming.end -= PREFIX + len;
+        while let Some(frame) = incoming.next_frame(self.max_frame_bytes).map_err(|len| {
+            format!(
+                "{rank} sent a frame of {len} bytes, above the limit of {} bytes (max_frame_bytes)",
+                self.max_frame_bytes
+            )
+        })? {
             sink.frame(rank, frame)?;
         }
         Ok(())
@@ -613,6 +644,75 @@ mod tests {
             })
             .collect();
         threads.into_iter().map(|t| t.join().unwrap()).collect()
+    }
+
+    /// Frames of `sizes` as they travel: each behind its length prefix,
+    /// filled with a pattern of its index.
+    fn stream_of(sizes: &[usize]) -> (Vec<u8>, Vec<Vec<u8>>) {
+        let frames: Vec<Vec<u8>> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (0..n).map(|j| (i * 31 + j) as u8).collect())
+            .collect();
+        let mut stream = Vec::new();
+        for f in &frames {
+            stream.extend_from_slice(&(f.len() as u32).to_le_bytes());
+            stream.extend_from_slice(f);
+        }
+        (stream, frames)
+    }
+
+    proptest::proptest! {
+        /// However the bytes are cut into reads, every frame comes out whole,
+        /// once, in order; small frames are copies that keep no read buffer
+        /// alive (a split-off 4 KiB frame would pin a 64 KiB chunk).
+        #[test]
+        fn frames_arrive_whole_in_order_from_any_reads(
+            sizes in proptest::collection::vec(
+                proptest::prop_oneof![0usize..64, 1000usize..5000, COPY_UP_TO - 8..COPY_UP_TO + 8, 100_000usize..300_000],
+                1..40,
+            ),
+            reads in proptest::collection::vec(1usize..100_000, 1..64),
+        ) {
+            let (stream, frames) = stream_of(&sizes);
+            let mut incoming = Incoming::default();
+            let mut got = Vec::new();
+            let (mut at, mut turn) = (0, 0);
+            while at < stream.len() {
+                incoming.make_room(READ_MIN);
+                let room = &mut incoming.buf[incoming.end..];
+                let n = reads[turn % reads.len()].min(room.len()).min(stream.len() - at);
+                turn += 1;
+                room[..n].copy_from_slice(&stream[at..at + n]);
+                incoming.end += n;
+                at += n;
+                while let Some(frame) = incoming.next_frame(1 << 20).unwrap() {
+                    got.push(frame);
+                }
+            }
+            proptest::prop_assert_eq!(incoming.end, 0);
+            proptest::prop_assert_eq!(got.len(), frames.len());
+            for (g, f) in got.iter_mut().zip(&frames) {
+                proptest::prop_assert_eq!(&g[..], &f[..]);
+                if !f.is_empty() && PREFIX + f.len() <= COPY_UP_TO {
+                    proptest::prop_assert!(g.is_unique(), "a small frame shares its read buffer");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_frame_above_the_limit_is_refused_with_its_length() {
+        let (stream, _) = stream_of(&[10, 2000]);
+        let mut incoming = Incoming::default();
+        incoming.make_room(READ_MIN);
+        incoming.buf[..stream.len()].copy_from_slice(&stream);
+        incoming.end = stream.len();
+        assert_eq!(
+            incoming.next_frame(1000).unwrap().as_deref(),
+            Some(&[0u8, 1, 2, 3, 4, 5, 6, 7, 8, 9][..])
+        );
+        assert_eq!(incoming.next_frame(1000), Err(2000));
     }
 
     #[test]
