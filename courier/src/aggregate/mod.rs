@@ -13,8 +13,11 @@
 //! The way of a coalesced parcel: the sender appends it to *its worker's*
 //! buffer of (action, run kind, destination), encoding the arguments
 //! straight into the frame being built; the policy decides whether the
-//! buffer goes out now. The first parcel into an empty buffer arms the
-//! flush timer, and every flush disarms it. A worker about to run out of
+//! buffer goes out now. A set has at most one timer entry, made by the
+//! first parcel into an empty buffer when the set has none; an entry that
+//! finds its set emptied ends there (or, for a worker's set in use, renews
+//! itself every millisecond, so that bursts do not wake the timer thread
+//! each time). A worker about to run out of
 //! tasks flushes everything it holds, so a lone call never waits when there
 //! is nothing else to do. A flushed frame is handed to the [`Outbox`] by the
 //! thread that flushed it, after the set's lock is released; a long stream
@@ -99,6 +102,13 @@ const ACTIVE_NS: u64 = 50_000;
 /// worker stops pushing for a long task right after the timer looked. A
 /// guess, tune me.
 const LIVENESS_NS: u64 = 1_000_000;
+
+/// A worker's set whose buffers were armed this recently keeps a timer
+/// entry, renewed every [`LIVENESS_NS`], even while it is empty: its next
+/// parcel then finds an entry and does not wake the timer thread. Without
+/// it, traffic in bursts shorter than the interval (a ping-pong) woke the
+/// timer for every parcel and doubled the round trip on a busy machine.
+const KEEP_ENTRY_NS: u64 = 10 * LIVENESS_NS;
 
 fn encode_failure(e: EncodeError) -> Failure {
     Failure::EncodeArgs(e.to_string())
@@ -353,6 +363,10 @@ impl Aggregator {
     /// last saw the worker pushing.
     fn arm_set(&self, set: usize, buffers: &mut Buffers, deadline: u64) {
         buffers.earliest = buffers.earliest.min(deadline);
+        // Before the entry is looked at: a timer entry that fires between
+        // the two sees the set holding (see `flush_due`).
+        self.sets[set].holding.store(true, Ordering::SeqCst);
+        self.sets[set].armed_ns.store(deadline, Ordering::Relaxed);
         let grace = if self.is_worker_set(set) {
             TIMER_GRACE_NS
         } else {
@@ -364,9 +378,9 @@ impl Aggregator {
     /// Gives set `set` a timer entry at `at` if it has none.
     fn arm_entry(&self, set: usize, at: u64) {
         let entry = &self.sets[set].timer_entry;
-        if entry.load(Ordering::Relaxed) == 0
+        if entry.load(Ordering::SeqCst) == 0
             && entry
-                .compare_exchange(0, at, Ordering::Relaxed, Ordering::Relaxed)
+                .compare_exchange(0, at, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
         {
             let precise = !self.is_worker_set(set);
@@ -432,13 +446,28 @@ impl Aggregator {
         let set = &self.sets[index];
         if set
             .timer_entry
-            .compare_exchange(deadline, 0, Ordering::Relaxed, Ordering::Relaxed)
+            .compare_exchange(deadline, 0, Ordering::SeqCst, Ordering::Relaxed)
             .is_err()
         {
             // A stale entry: the set has another.
             return;
         }
+        // After the entry is gone (SeqCst, against `arm_set`'s store then
+        // load): a set found empty here gets a new entry from its next
+        // parcel, since that parcel's `arm_entry` sees no entry.
         let now = self.epoch.elapsed_ns();
+        if !set.holding.load(Ordering::SeqCst) {
+            if self.is_worker_set(index)
+                && now
+                    < set
+                        .armed_ns
+                        .load(Ordering::Relaxed)
+                        .saturating_add(KEEP_ENTRY_NS)
+            {
+                self.arm_entry(index, now + LIVENESS_NS);
+            }
+            return;
+        }
         if self.is_worker_set(index)
             && now.saturating_sub(set.checked_ns.load(Ordering::Relaxed)) < ACTIVE_NS
         {
@@ -454,6 +483,8 @@ impl Aggregator {
             if buffers.earliest != u64::MAX {
                 let next = buffers.earliest;
                 self.arm_set(index, &mut buffers, next);
+            } else {
+                set.holding.store(false, Ordering::Relaxed);
             }
         }
         Self::send_taken(outbox, taken);
@@ -493,6 +524,9 @@ impl Aggregator {
                     &mut taken,
                 );
             }
+            // Empty now (a buffer with parcels is listed): its timer entry,
+            // if any, ends without taking the set.
+            self.sets[set].holding.store(false, Ordering::Relaxed);
         }
         let any = !taken.is_empty();
         Self::send_taken(outbox, taken);

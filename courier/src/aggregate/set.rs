@@ -12,7 +12,7 @@
 use super::buffer::Buffer;
 use crate::parcel::RunKind;
 use crate::sync::BiasedLock;
-use crate::sync::atomic::AtomicU64;
+use crate::sync::atomic::{AtomicBool, AtomicU64};
 
 /// A locked set of buffers.
 pub(crate) type Locked<'a> = crate::sync::BiasedGuard<'a, Buffers>;
@@ -37,6 +37,17 @@ pub(crate) struct BufferSet {
     /// The deadline of the set's live entry in the flush timer (0: none).
     /// Outside the lock: the timer thread renews it without taking the set.
     pub(crate) timer_entry: AtomicU64,
+    /// Whether the set may hold parcels: set (`SeqCst`, before the timer
+    /// entry is looked at) when a buffer gets its first parcel, cleared
+    /// when a flush empties the set. A timer entry that finds it clear
+    /// ends without taking the set: the set's worker flushed it when it
+    /// ran out of tasks, and taking a worker's set from another thread
+    /// costs that worker a `membarrier`. May be set while the set is
+    /// empty, never clear while it holds parcels whose entry has fired.
+    pub(crate) holding: AtomicBool,
+    /// The deadline the set's last newly filled buffer got (ns on the
+    /// coalescing clock): how recently the set was in use.
+    pub(crate) armed_ns: AtomicU64,
     /// When the set's worker last looked at the clock for due buffers
     /// (every [`CHECK_EVERY`] parcels): the timer thread leaves a set whose
     /// worker does this to the worker.
@@ -83,6 +94,8 @@ impl BufferSet {
         };
         BufferSet {
             timer_entry: AtomicU64::new(0),
+            holding: AtomicBool::new(false),
+            armed_ns: AtomicU64::new(0),
             checked_ns: AtomicU64::new(0),
             inner: if owned {
                 BiasedLock::new(buffers)

@@ -2,9 +2,10 @@
 //! first parcel has waited long enough (seed 000 §II.B: a dedicated thread,
 //! ~33 µs late on average there).
 //!
-//! Deadlines live in an ordered set keyed by (deadline, buffer), so that a
-//! buffer flushed for another reason removes its entry and the thread never
-//! wakes for it; the thread sleeps on a condition variable until the
+//! Deadlines live in an ordered set keyed by (deadline, buffer set); the
+//! aggregator keeps one entry per set and decides, when it fires, whether
+//! the set needs anything (see `Aggregator::flush_due`). The thread sleeps
+//! on a condition variable until the
 //! earliest deadline and is woken only when a new deadline comes before the
 //! one it sleeps for. On Linux it asks for a timer slack of 1 ns, since the
 //! default 50 µs slack would be most of its lateness, and it spins the last
