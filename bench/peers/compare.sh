@@ -12,6 +12,7 @@
 #
 #   --bale-bin DIR   bale's build_oshmem/bin (histo, ig)
 #   --ygm-bin DIR    histo and ig written on YGM's API (bale's definitions;
+#                    sources and build.sh in bench/peers/ygm/;
 #                    they print a `RESULT ... time_avg_s=T ... verify=OK` line)
 #   -K N             rounds (default 5); each round runs every configuration once
 #   -n N             updates or reads per process (default 10000000)
