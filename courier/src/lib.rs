@@ -27,27 +27,29 @@
 //!
 //! # Map of the crate
 //!
-//! - [`runtime`](crate::Runtime): [`launch`], [`launch_spmd`], [`Config`], the
-//!   [`Runtime`] handle. Inside: the locality (`locality`), what leaves it
-//!   (`send`) and what arrives (`receive`), control messages (`control`),
-//!   collectives (`collective`: barrier, all_gather, all_reduce), quiescence
-//!   (`termination`), per-locality state (`state`, [`with_state`]) and
-//!   timers (`time`, [`sleep`]).
-//! - `action`: the [`Action`] trait, the registry of every action, and the
-//!   monomorphized loop that runs a run of received calls (`execute`).
-//! - `parcel`: the wire format (`wire`, `frame`), a postcard-compatible
-//!   encoder and decoder that work in place (`encode`, `decode`), pending
-//!   calls, [`CallFuture`], [`BatchFuture`], [`CallError`].
-//! - `aggregate`: coalescing of parcels per action and destination
-//!   ([`Coalescing`]): per-worker buffer sets, flush policies, flush timer,
-//!   virtual-grid routing.
-//! - `sched`: the work-stealing scheduler, [`JoinHandle`], [`yield_now`].
-//! - `sync`: `BiasedLock` (a lock its owning worker takes
-//!   with plain stores) and the process-wide fence it relies on.
-//! - `counters`: performance counters, their names, output formats and the
-//!   Prometheus endpoint.
-//! - `transport`: in-process, TCP and (feature `mpi`) MPI transports.
-//! - [`launcher`]: what `courier run` uses to start a job.
+//! The crate is a stack of rooms, one folder each; a room imports only
+//! from rooms below it (`tests/layers.rs` checks every import):
+//!
+//! ```text
+//! launch      Config, launch, launch_spmd, the rendezvous, `courier run`'s launcher
+//! counters    performance counters: names, registry, sets, printers, Prometheus
+//! runtime     Locality, the Runtime handle; send → receive → respond; control,
+//!             termination, collectives, per-locality state, sleep
+//! aggregate   coalescing: per-worker buffers, flush policies, timer, 2D grid
+//! action      the Action trait, the registry, the executor of received calls
+//! transport   inproc, TCP and (feature `mpi`) MPI, behind one small trait
+//! parcel      the wire format, frames, in-place encode/decode, pending calls
+//! sched       the work-stealing scheduler, JoinHandle, yield_now, worker perf events
+//! sync · clock · ids · suggest    leaf rooms: loom-checkable synchronisation,
+//!             the clock, LocalityId and ActionId, spelling suggestions
+//! ```
+//!
+//! The way of a parcel, as files: `runtime/send.rs` (a call becomes a
+//! parcel) → `aggregate/` (it waits in its worker's buffer for its
+//! destination) → `transport/` (the frame travels) → `runtime/receive.rs`
+//! (the frame's runs are dispatched) → `action/execute.rs` (the action
+//! runs) → `runtime/respond.rs` (its result goes back) → `parcel/pending.rs`
+//! (the caller's future completes).
 
 #![deny(unsafe_code)]
 
@@ -55,8 +57,10 @@ extern crate self as courier;
 
 mod action;
 mod aggregate;
+mod clock;
 mod counters;
-pub mod launcher;
+mod ids;
+mod launch;
 mod parcel;
 mod runtime;
 mod sched;
@@ -64,17 +68,18 @@ mod suggest;
 mod sync;
 mod transport;
 
-pub use action::{Action, ActionId};
+pub use action::Action;
 pub use aggregate::{BytePolicy, Coalescing, CountPolicy};
 pub use counters::{
     CounterError, CounterFormat, CounterKind, CounterSet, CounterValue, Histogram, MetricsServer,
 };
 pub use courier_macros::action;
-pub use parcel::{BatchFuture, CallError, CallFuture};
-pub use runtime::{
-    BoxError, Config, DEFAULT_MAX_FRAME_BYTES, Error, LocalityId, Runtime, RuntimeArgs, Sleep,
-    Transport, current, launch, launch_spmd, sleep, try_current, with_state,
+pub use ids::{ActionId, LocalityId};
+pub use launch::{
+    Config, DEFAULT_MAX_FRAME_BYTES, RuntimeArgs, Transport, launch, launch_spmd, launcher,
 };
+pub use parcel::{BatchFuture, CallError, CallFuture};
+pub use runtime::{BoxError, Error, Runtime, Sleep, current, sleep, try_current, with_state};
 pub use sched::{JoinHandle, YieldNow, yield_now};
 
 /// The names most programs need: `use courier::prelude::*;`.

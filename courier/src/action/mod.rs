@@ -7,9 +7,10 @@
 //! and refuse to talk when they were built from different code.
 
 mod execute;
-mod id;
+
 mod registry;
 
+use crate::ids::ActionId;
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -17,7 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub(crate) use execute::{CallSite, EncodeOutput};
-pub use id::ActionId;
+
 pub use registry::ActionEntry;
 pub(crate) use registry::{action_slot, registry};
 

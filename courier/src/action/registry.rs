@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use super::Action;
 use super::execute::{CallSite, run_calls};
-use super::id::{ActionId, fnv1a};
+use crate::ids::{ActionId, fnv1a};
 use crate::parcel::{DecodeError, ParcelReader};
 use crate::suggest::edit_distance;
 

@@ -10,8 +10,8 @@
 //! between its first parcel and its departure.
 
 use super::policy::{Coalescing, Filled, FlushPolicy, Reason};
+use crate::clock::{POLL_BUCKETS, poll_bucket};
 use crate::parcel::{FRAME_HEADROOM, FrameBuilder};
-use crate::sched::{POLL_BUCKETS, poll_bucket};
 
 /// Buckets of the arrival-gap histogram: powers of two of nanoseconds, as
 /// for task polls (bucket `k` holds gaps of `2^(k-1)` to `2^k - 1` ns).

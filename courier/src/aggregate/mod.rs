@@ -8,7 +8,10 @@
 //! - `buffer`: one buffer and its statistics.
 //! - `timer`: the flush timer thread.
 //! - `topology`: the 2D virtual grid.
-//! - `api`: the [`Runtime`](crate::Runtime) methods that change settings.
+//!
+//! The `Runtime` methods that change settings are in the runtime room
+//! (`runtime/coalescing.rs`); this room sends through the small
+//! [`Outbox`] trait, not through the locality.
 //!
 //! The way of a coalesced parcel: the sender appends it to *its worker's*
 //! buffer of (action, run kind, destination), encoding the arguments
@@ -29,7 +32,6 @@
 //! Parcels may overtake one another (two workers fill two buffers for the
 //! same destination), as parcels handled by several workers always could.
 
-mod api;
 mod buffer;
 mod policy;
 mod set;
@@ -50,9 +52,10 @@ use set::{BufferSet, Buffers, CHECK_EVERY, Locked, lane, lane_parts};
 use settings::Settings;
 use timer::{Epoch, FlushTimer};
 
-use crate::action::{ActionId, registry};
+use crate::action::registry;
+use crate::ids::ActionId;
+use crate::ids::LocalityId;
 use crate::parcel::{EncodeError, FRAME_HEADROOM, Failure, FrameBuilder, FrameMark, RunKind};
-use crate::runtime::LocalityId;
 use crate::sched::Scheduler;
 
 /// Where flushed frames go: the locality's send path.

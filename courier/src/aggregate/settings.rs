@@ -11,7 +11,7 @@ use parking_lot::RwLock;
 use rustc_hash::FxHashMap;
 
 use super::policy::Coalescing;
-use crate::runtime::LocalityId;
+use crate::ids::LocalityId;
 
 #[derive(Debug)]
 struct ActionSettings {

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use crate::sched::{POLL_BUCKETS, clock, poll_bucket};
+use crate::clock::{POLL_BUCKETS, clock, poll_bucket};
 
 /// The timer sleeps until this many ns before a deadline and spins the
 /// rest: waking from a sleep takes 10 µs and more on a VM, even with the
@@ -198,7 +198,7 @@ impl FlushTimer {
 }
 
 fn run(shared: &Shared, epoch: Epoch, fire: impl Fn(Key, u64) -> bool) {
-    crate::sched::precise_sleeps();
+    crate::clock::precise_sleeps();
     let mut queue = shared.queue.lock();
     loop {
         if queue.stop {

@@ -7,7 +7,7 @@
 //! short last row, it goes through `d`'s row and `s`'s column instead.
 //! Either way each locality sends only to its row and its column.
 
-use crate::runtime::LocalityId;
+use crate::ids::LocalityId;
 
 /// The columns of the 2D grid of `count` localities.
 fn columns(count: u32) -> u32 {

@@ -20,16 +20,12 @@
 
 mod derived;
 mod name;
-mod perf;
 mod print;
 mod prometheus;
 mod registry;
 mod set;
-mod traffic;
 
-pub(crate) use perf::Perf;
 pub use print::CounterFormat;
 pub(crate) use print::{PrintOptions, Printer, list_counters};
 pub use prometheus::MetricsServer;
 pub use set::{CounterError, CounterKind, CounterSet, CounterValue, Histogram};
-pub(crate) use traffic::Traffic;

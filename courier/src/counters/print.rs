@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::registry::TYPES;
 use super::set::{CounterError, CounterSet, CounterValue, Histogram};
-use crate::Runtime;
+use crate::runtime::Runtime;
 
 /// How printed counter values look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

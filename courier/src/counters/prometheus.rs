@@ -25,7 +25,7 @@ use std::time::Duration;
 use super::name::{CounterName, Index, Instance};
 use super::registry;
 use super::set::{CounterKind, CounterSet, CounterValue, Histogram};
-use crate::Runtime;
+use crate::runtime::Runtime;
 
 /// The counters every scrape evaluates.
 const SCRAPED: [&str; 2] = ["/*{locality#*/total}/*", "/*{locality#*/worker-thread#*}/*"];

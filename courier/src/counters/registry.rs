@@ -6,12 +6,13 @@ use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
 
 use super::name::{CounterName, Index, Instance, glob_match};
-use super::perf::EVENTS;
-use super::traffic::DirectionCounts;
 use crate::action::action_slot;
 use crate::aggregate::{Coalescing, LaneStats, Reason};
+use crate::clock::POLL_BUCKETS;
+use crate::runtime::DirectionCounts;
 use crate::runtime::Locality;
-use crate::sched::{POLL_BUCKETS, StatsSnapshot, WorkerStats};
+use crate::sched::{PERF_EVENTS as EVENTS, Perf};
+use crate::sched::{StatsSnapshot, WorkerStats};
 use crate::suggest::edit_distance;
 
 /// A sample of a counter, in the form that says how to take a difference.
@@ -276,6 +277,15 @@ macro_rules! locality_counter {
     };
 }
 
+/// Reads perf event `event` for `instance`.
+fn read_perf(perf: &Perf, event: usize, instance: Instance) -> Result<u64, String> {
+    match instance {
+        Instance::Total => perf.read_total(event),
+        Instance::Worker(Index::At(k)) => perf.read(k as usize, event),
+        Instance::Worker(Index::All) => Err("a wildcard instance cannot be read".into()),
+    }
+}
+
 macro_rules! perf_counter {
     ($index:literal) => {
         CounterType {
@@ -284,7 +294,7 @@ macro_rules! perf_counter {
             help: EVENTS[$index].1,
             instances: Instances::PerWorker,
             parameters: Parameters::None,
-            sample: |s, i, _| s.locality.perf.read($index, i).map(Raw::Count),
+            sample: |s, i, _| read_perf(&s.locality.sched.perf, $index, i).map(Raw::Count),
         }
     };
 }

@@ -8,7 +8,9 @@ use serde::Serialize;
 use super::derived::{self, Derived, Op, Statistics};
 use super::name::{CounterName, Index, ParseError};
 use super::registry::{self, HistogramSpec, Sample, Sources};
-use crate::{CallError, LocalityId, Runtime};
+use crate::ids::LocalityId;
+use crate::parcel::CallError;
+use crate::runtime::Runtime;
 
 /// One value of one counter.
 ///
@@ -438,7 +440,7 @@ impl CounterSet {
 /// [`CounterSet::evaluate`]. One result per name, in order.
 #[crate::action]
 fn sample_counters(names: Vec<String>) -> Vec<Result<Vec<Sample>, String>> {
-    let rt = crate::current();
+    let rt = crate::runtime::current();
     let sources = Sources::read(rt.inner());
     names
         .iter()

@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::runtime::LocalityId;
+use crate::ids::LocalityId;
 
 /// A failure reported by the locality that ran (or tried to run) an action.
 /// Travels in response parcels.

@@ -10,8 +10,8 @@ use super::wire::{
     REPLY_SOURCE, RUN_HEADER, ReplyTo, RunKind, SOURCE_OFFSET, VARINT_MAX, WIRE_VERSION,
     put_varint, varint_len, write_varint,
 };
-use crate::action::ActionId;
-use crate::runtime::LocalityId;
+use crate::ids::ActionId;
+use crate::ids::LocalityId;
 
 /// Why a parcel could not be added to a frame. The frame is unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -26,7 +26,7 @@ use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
 use super::error::{CallError, Failure};
-use crate::runtime::LocalityId;
+use crate::ids::LocalityId;
 
 /// Number of independently locked shards; a power of two.
 const SHARDS: usize = 16;

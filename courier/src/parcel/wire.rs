@@ -37,8 +37,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::action::ActionId;
-use crate::runtime::LocalityId;
+use crate::ids::ActionId;
+use crate::ids::LocalityId;
 
 use super::error::RemoteError;
 

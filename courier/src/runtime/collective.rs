@@ -28,10 +28,11 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::Runtime;
 use super::locality::{Locality, report};
 use super::termination::{parcels_quiet, run_waves};
-use super::{LocalityId, Runtime};
 use crate::aggregate::Reason;
+use crate::ids::LocalityId;
 use crate::parcel::{CallError, Control, Failure};
 
 /// What a waiting task waits for.

@@ -1,8 +1,8 @@
 //! The control protocol: the messages termination detection and shutdown
 //! exchange (see `termination.rs` for the waves).
 
-use super::LocalityId;
 use super::locality::Locality;
+use crate::ids::LocalityId;
 use crate::parcel::Control;
 
 impl Locality {

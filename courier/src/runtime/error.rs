@@ -1,6 +1,7 @@
 //! [`Error`]: why a job failed.
 
-use crate::LocalityId;
+use crate::ids::LocalityId;
+use crate::transport::tcp::{BadSecret, ConnectError, NoRandomness};
 
 /// The error type of a job's main function: any error, boxed. `?` converts
 /// every `std::error::Error` (a [`CallError`](crate::CallError) included).
@@ -50,5 +51,23 @@ fn lost_message(lost: &[(LocalityId, String)]) -> String {
 impl Error {
     pub(crate) fn startup(message: impl Into<String>) -> Self {
         Error::Startup(message.into())
+    }
+}
+
+impl From<NoRandomness> for Error {
+    fn from(e: NoRandomness) -> Self {
+        Error::startup(e.to_string())
+    }
+}
+
+impl From<BadSecret> for Error {
+    fn from(e: BadSecret) -> Self {
+        Error::Config(e.to_string())
+    }
+}
+
+impl From<ConnectError> for Error {
+    fn from(e: ConnectError) -> Self {
+        Error::startup(e.to_string())
     }
 }

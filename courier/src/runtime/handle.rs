@@ -4,8 +4,8 @@ use std::cell::{Cell, OnceCell};
 use std::future::Future;
 use std::sync::Arc;
 
-use super::LocalityId;
 use super::locality::Locality;
+use crate::ids::LocalityId;
 use crate::sched::JoinHandle;
 
 /// A handle to the running locality: call actions, spawn tasks, ask where

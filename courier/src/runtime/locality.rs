@@ -1,34 +1,27 @@
-//! [`Locality`]: the state one locality shares between its workers, and
-//! the send path under the coalescing buffers: counting frames and handing
-//! them to the transport, or to this locality's own receive path.
+//! [`Locality`]: the state one locality shares between its workers, how
+//! it starts and stops, and the background work its workers do for it.
 //!
-//! What a locality does with a received frame is in `receive.rs`; how a
-//! program's calls become parcels, in `send.rs`; the control protocol, in
-//! `control.rs`.
+//! How a program's calls become parcels and frames leave is in `send.rs`;
+//! what a locality does with a received frame, in `receive.rs`; how
+//! results go back, in `respond.rs`; the control protocol, in `control.rs`.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 use rustc_hash::FxHashMap;
 
-use super::LocalityId;
+use super::Traffic;
 use super::collective::Collectives;
-use super::state::States;
-use crate::action::{CallSite, EncodeOutput, registry};
-use crate::aggregate::{Aggregator, Outbox, Reason};
-use crate::counters::{Perf, Traffic};
+use super::state::{StateMaker, States};
+use crate::aggregate::{Aggregator, Coalescing, Outbox, Reason};
+use crate::ids::LocalityId;
 use crate::parcel::{
-    ActivityCounts, Control, FRAME_HEADROOM, Failure, FrameBuilder, PendingTable, RemoteError,
-    ReplyTo, RunKind, encode_control,
+    ActivityCounts, Control, Failure, FrameBuilder, PendingTable, RunKind, encode_control,
 };
 use crate::sched::{BackgroundWork, BlockOutcome, Scheduler};
-use crate::sched::{charge_network, clock};
-use crate::transport::{Sink, Transport, check_frame_len};
+use crate::transport::Transport;
 
 /// Prints a runtime message on standard error, prefixed with the locality.
 macro_rules! report {
@@ -68,8 +61,6 @@ pub(crate) struct Locality {
     pub(crate) traffic: Traffic,
     /// When this locality started, for `/runtime/uptime` and counter timestamps.
     pub(crate) started: std::time::Instant,
-    /// Perf-event counters of the workers, opened on first use.
-    pub(crate) perf: Perf,
     /// Coalescing buffers and their flush timer.
     pub(crate) aggregator: Arc<Aggregator>,
     /// Set once the job is ending: lost connections are expected then.
@@ -144,24 +135,46 @@ impl BackgroundWork for Progress {
     }
 }
 
+/// What a locality is made with besides its place in the job: the parts
+/// of the job's configuration it uses (the launch room makes them from
+/// `Config`).
+#[derive(Debug)]
+pub(crate) struct Settings<'a> {
+    /// Worker threads.
+    pub(crate) workers: usize,
+    /// The largest frame it sends or accepts.
+    pub(crate) max_frame_bytes: usize,
+    /// The coalescing of actions that ask for the default.
+    pub(crate) coalescing: Coalescing,
+    /// Coalescing set by action slot.
+    pub(crate) action_coalescing: Vec<(usize, Coalescing)>,
+    /// Makers of the program's per-locality state.
+    pub(crate) states: &'a [StateMaker],
+}
+
 impl Locality {
     /// Creates locality `here` of `count` and starts its workers.
     pub(crate) fn start(
         here: LocalityId,
         count: u32,
-        workers: usize,
         transport: Box<dyn Transport>,
-        config: &super::Config,
+        settings: Settings<'_>,
     ) -> std::io::Result<Arc<Locality>> {
-        let max_frame_bytes = config.max_frame_bytes;
+        let Settings {
+            workers,
+            max_frame_bytes,
+            coalescing,
+            action_coalescing,
+            states,
+        } = settings;
         let sched = Scheduler::new(workers);
         let aggregator = Arc::new(Aggregator::new(
             here,
             count,
             max_frame_bytes,
             Arc::clone(&sched),
-            config.coalescing,
-            &config.action_settings().unwrap_or_default(),
+            coalescing,
+            &action_coalescing,
         ));
         let locality = Arc::new_cyclic(|me| Locality {
             here,
@@ -172,20 +185,18 @@ impl Locality {
             max_frame_bytes,
             traffic: Traffic::default(),
             started: std::time::Instant::now(),
-            perf: Perf::new(workers),
             aggregator,
             stopping: AtomicBool::new(false),
             control: Mutex::new(ControlState::default()),
             control_changed: Condvar::new(),
-            states: States::make(&config.states, here, count),
+            states: States::make(states, here, count),
             collectives: Collectives::default(),
             parcel_work: ParcelWork::default(),
             me: me.clone(),
         });
         sched.set_background(Arc::new(Progress(Arc::downgrade(&locality))));
         let runtime = super::Runtime::new(Arc::clone(&locality));
-        let on_start = Arc::new(move |index| {
-            runtime.inner().perf.register_current_thread(index);
+        let on_start = Arc::new(move |_index| {
             super::handle::set_current(runtime.clone());
         });
         sched.start(&format!("courier-{}", here.get()), on_start)?;
@@ -279,123 +290,11 @@ impl Locality {
         &self,
         dest: LocalityId,
         kind: RunKind,
-        action: crate::action::ActionId,
+        action: crate::ids::ActionId,
         encode: impl FnOnce(&mut FrameBuilder) -> Result<(), crate::parcel::EncodeError>,
     ) -> Result<(), Failure> {
         let mut frame = FrameBuilder::new(self.here, kind, action);
         encode(&mut frame).map_err(|e| Failure::EncodeArgs(e.to_string()))?;
         self.send_frame(dest, frame)
-    }
-
-    /// Reports a failed call that nobody waits for.
-    fn report_failure(&self, action: &str, error: &RemoteError) {
-        report!(self.here, "a posted call of `{action}` failed: {error:?}");
-    }
-}
-
-impl Outbox for Locality {
-    fn send_frame(&self, dest: LocalityId, frame: FrameBuilder) -> Result<(), Failure> {
-        if dest == self.here {
-            // This locality's own parcels take the receive path directly;
-            // they are not traffic (and need no counting for termination
-            // detection: they are never in flight).
-            let frame = Bytes::from(frame.finish()).slice(FRAME_HEADROOM..);
-            return self.frame(dest, frame).map_err(Failure::PeerLost);
-        }
-        let start = clock().raw();
-        let count = u64::from(frame.len());
-        let payload = frame.payload_bytes();
-        let calls = (frame.kind() == RunKind::Calls)
-            .then(|| registry().slot(frame.action()))
-            .flatten();
-        let frame = frame.finish();
-        check_frame_len(&frame, self.max_frame_bytes).map_err(Failure::EncodeArgs)?;
-        let wire = frame.len() as u64;
-        let sent = &self.traffic.sent;
-        // Count before sending so that the receiver never counts a parcel
-        // the sender has not (termination detection relies on it).
-        sent.parcels.fetch_add(count, Ordering::SeqCst);
-        let result = self.transport.send(dest, frame).map_err(Failure::PeerLost);
-        if result.is_err() {
-            sent.parcels.fetch_sub(count, Ordering::SeqCst);
-        }
-        let ns = clock().delta_as_nanos(start, clock().raw());
-        charge_network(ns);
-        if result.is_ok() {
-            sent.add_message(payload, wire, ns);
-            if let Some(slot) = calls {
-                sent.add_calls(slot, count, payload);
-            }
-        }
-        result
-    }
-
-    fn progress(&self) {
-        self.transport.poll(self);
-    }
-}
-
-impl CallSite for Locality {
-    fn send_output(&self, slot: usize, reply: ReplyTo, encode: &mut EncodeOutput<'_>) {
-        let entries = registry().entries();
-        let sent = match reply {
-            ReplyTo::Nobody => Ok(()),
-            ReplyTo::Caller(caller) => {
-                let id = entries[slot].id();
-                let to = caller.locality;
-                self.aggregator
-                    .push(self, RunKind::Responses, slot, id, to, encode)
-            }
-            ReplyTo::Continue {
-                locality, action, ..
-            } => match registry().slot(action) {
-                Some(next) => {
-                    self.aggregator
-                        .push(self, RunKind::Calls, next, action, locality, encode)
-                }
-                None => self.send_alone(locality, RunKind::Calls, action, encode),
-            },
-        };
-        let Err(failure) = sent else {
-            return;
-        };
-        let error = match (reply, failure) {
-            (_, Failure::EncodeArgs(e)) => RemoteError::BadOutput(e),
-            (ReplyTo::Continue { locality, .. }, failure) => RemoteError::Forward {
-                locality: locality.get(),
-                reason: format!("{failure:?}"),
-            },
-            // The caller is lost: nobody to tell.
-            _ => return,
-        };
-        self.send_failure(entries[slot].name(), reply, error);
-    }
-
-    fn send_failure(&self, action: &'static str, reply: ReplyTo, error: RemoteError) {
-        let caller = match reply {
-            ReplyTo::Caller(caller)
-            | ReplyTo::Continue {
-                caller: Some(caller),
-                ..
-            } => caller,
-            ReplyTo::Nobody | ReplyTo::Continue { caller: None, .. } => {
-                return self.report_failure(action, &error);
-            }
-        };
-        let id = crate::action::ActionId::of_name(action);
-        let sent = self.send_alone(caller.locality, RunKind::Responses, id, |frame| {
-            frame.push_failure(caller, &error);
-            Ok(())
-        });
-        // A failure to send means the caller is lost: nobody to tell.
-        drop(sent);
-    }
-
-    fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send>>) {
-        let work = self.start_work();
-        drop(self.sched.spawn(async move {
-            let _work = work;
-            future.await;
-        }));
     }
 }

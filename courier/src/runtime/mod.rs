@@ -1,37 +1,48 @@
-//! The runtime: localities, the [`Runtime`] handle, and [`launch`].
+//! The runtime: what a locality is and does while a job runs, and the
+//! [`Runtime`] handle programs hold.
 //!
-//! - `config`: [`Config`], [`RuntimeArgs`] and the `COURIER_*` variables.
-//! - `launch`: starting a job (threads, self-launched processes, or joining
-//!   a launcher's job), running main, and shutting down.
-//! - `bootstrap`: the rendezvous where localities exchange addresses.
-//! - `mpi_job`: joining an MPI job (`mpirun`, `srun`; the `mpi` feature).
-//! - `locality`: one locality's shared state: scheduler, transport, pending
-//!   calls, and what it does with received frames.
+//! The way of a parcel through this room, in file names:
+//! `send` (a call or post becomes a parcel in a coalescing buffer, or a
+//! frame of its own) → the `aggregate` and `transport` rooms →
+//! `receive` (a frame's runs are dispatched: calls to the `action` room's
+//! executor, responses to the pending calls) → `respond` (a call's output
+//! or failure goes back to its caller).
+//!
+//! - `locality`: one locality's shared state (scheduler, transport,
+//!   pending calls, aggregator) and its frame sender.
+//! - `handle`: [`Runtime`], the handle programs hold.
+//! - `send`, `receive`, `respond`: the parcel's way, above.
+//! - `control`: the control protocol (lost peers, shutdown, reports).
 //! - `termination`: detecting that the whole job is idle, then stopping it.
+//! - `collective`: barrier, all-gather, all-reduce, quiescence.
+//! - `coalescing`: the [`Runtime`] methods that read and change coalescing.
+//! - `state`: per-locality program state; `time`: [`sleep`].
+//! - `traffic`: what a locality sent and received (counted per frame).
+//! - `error`: [`Error`], why a job failed, and [`BoxError`].
+//!
+//! Starting and ending a job (configuration, processes, rendezvous) is
+//! the `launch` room's, above this one and the counters.
 
-pub(crate) mod bootstrap;
+mod coalescing;
 mod collective;
-mod config;
 mod control;
 mod error;
 mod handle;
-pub(crate) mod job;
-mod launch;
 mod locality;
-mod locality_id;
-mod mpi_job;
 mod receive;
+mod respond;
 mod send;
 mod state;
 mod termination;
 mod time;
+mod traffic;
 
-pub use config::{Config, DEFAULT_MAX_FRAME_BYTES, RuntimeArgs, Transport};
 pub use error::{BoxError, Error};
 pub use handle::{Runtime, current, try_current};
-pub use launch::{launch, launch_spmd};
-pub use locality_id::LocalityId;
 pub use state::with_state;
 pub use time::{Sleep, sleep};
 
-pub(crate) use locality::Locality;
+pub(crate) use locality::{Locality, Settings as LocalitySettings, report};
+pub(crate) use state::StateMaker;
+pub(crate) use termination::{shut_down_peers, wait_for_quiescence};
+pub(crate) use traffic::{DirectionCounts, Traffic};

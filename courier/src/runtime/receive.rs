@@ -13,14 +13,14 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::LocalityId;
 use super::locality::{Locality, report};
 use crate::action::{CallSite, registry};
+use crate::clock::clock;
+use crate::ids::LocalityId;
 use crate::parcel::{
     DecodeError, FRAME_HEADROOM, FrameBody, ParcelReader, RemoteError, Response, RunKind,
     decode_call, decode_frame,
 };
-use crate::sched::clock;
 use crate::transport::Sink;
 
 impl Sink for Locality {
@@ -115,7 +115,7 @@ impl Locality {
         &self,
         source: LocalityId,
         body: Bytes,
-        action: crate::action::ActionId,
+        action: crate::ids::ActionId,
         count: u32,
     ) {
         let locality = self.shared();
@@ -131,7 +131,7 @@ impl Locality {
         self: &Arc<Self>,
         source: LocalityId,
         body: &[u8],
-        action: crate::action::ActionId,
+        action: crate::ids::ActionId,
         count: u32,
     ) {
         let mut calls = ParcelReader::new(body, count, source);
@@ -162,7 +162,7 @@ impl Locality {
     /// Answers every call of an action this binary does not have.
     fn refuse_calls(
         &self,
-        action: crate::action::ActionId,
+        action: crate::ids::ActionId,
         calls: &mut ParcelReader<'_>,
     ) -> Result<(), DecodeError> {
         while let Some(call) = calls.next_call()? {
@@ -180,7 +180,7 @@ impl Locality {
         &self,
         source: LocalityId,
         dest: LocalityId,
-        action: crate::action::ActionId,
+        action: crate::ids::ActionId,
         call: &[u8],
     ) -> Result<(), DecodeError> {
         if dest.get() >= self.count {

@@ -3,17 +3,28 @@
 //! buffer for (action, destination) (see `aggregate`); a call to this
 //! locality takes the same way and is run by this locality's receive path,
 //! with the other calls of its frame, never as a task of its own.
+//!
+//! Below the buffers, [`Outbox`] for [`Locality`]: a flushed frame is
+//! counted (before it leaves, for termination detection) and handed to the
+//! transport, or to this locality's own receive path.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use bytes::Bytes;
+
 use super::Runtime;
-use super::{LocalityId, locality::Locality};
-use crate::action::{Action, slot_of};
+use super::locality::Locality;
+use crate::action::{Action, registry, slot_of};
+use crate::aggregate::Outbox;
+use crate::clock::clock;
+use crate::ids::LocalityId;
 use crate::parcel::{
-    BatchFuture, BatchResults, CallError, CallFuture, Caller, Failure, Path, PendingCall, ReplyTo,
-    Response, RunKind,
+    BatchFuture, BatchResults, CallError, CallFuture, Caller, FRAME_HEADROOM, Failure,
+    FrameBuilder, Path, PendingCall, ReplyTo, Response, RunKind,
 };
+use crate::sched::charge_network;
+use crate::transport::{Sink, check_frame_len};
 
 impl Runtime {
     /// Calls `action(args)` on `dest` and returns the future of its result.
@@ -252,5 +263,47 @@ fn send_call<A: Action>(
         None => l.send_alone(dest, RunKind::Calls, A::ID, |frame| {
             frame.push_call(reply, args)
         }),
+    }
+}
+
+impl Outbox for Locality {
+    fn send_frame(&self, dest: LocalityId, frame: FrameBuilder) -> Result<(), Failure> {
+        if dest == self.here {
+            // This locality's own parcels take the receive path directly;
+            // they are not traffic (and need no counting for termination
+            // detection: they are never in flight).
+            let frame = Bytes::from(frame.finish()).slice(FRAME_HEADROOM..);
+            return self.frame(dest, frame).map_err(Failure::PeerLost);
+        }
+        let start = clock().raw();
+        let count = u64::from(frame.len());
+        let payload = frame.payload_bytes();
+        let calls = (frame.kind() == RunKind::Calls)
+            .then(|| registry().slot(frame.action()))
+            .flatten();
+        let frame = frame.finish();
+        check_frame_len(&frame, self.max_frame_bytes).map_err(Failure::EncodeArgs)?;
+        let wire = frame.len() as u64;
+        let sent = &self.traffic.sent;
+        // Count before sending so that the receiver never counts a parcel
+        // the sender has not (termination detection relies on it).
+        sent.parcels.fetch_add(count, Ordering::SeqCst);
+        let result = self.transport.send(dest, frame).map_err(Failure::PeerLost);
+        if result.is_err() {
+            sent.parcels.fetch_sub(count, Ordering::SeqCst);
+        }
+        let ns = clock().delta_as_nanos(start, clock().raw());
+        charge_network(ns);
+        if result.is_ok() {
+            sent.add_message(payload, wire, ns);
+            if let Some(slot) = calls {
+                sent.add_calls(slot, count, payload);
+            }
+        }
+        result
+    }
+
+    fn progress(&self) {
+        self.transport.poll(self);
     }
 }

@@ -7,8 +7,9 @@
 use std::any::{Any, TypeId};
 use std::sync::Arc;
 
+use super::Runtime;
 use super::handle::with_current_locality;
-use super::{LocalityId, Runtime};
+use crate::ids::LocalityId;
 
 type Make = dyn Fn(LocalityId, u32) -> Box<dyn Any + Send + Sync> + Send + Sync;
 

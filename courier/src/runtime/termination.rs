@@ -11,8 +11,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::LocalityId;
 use super::locality::{Locality, report};
+use crate::ids::LocalityId;
 use crate::parcel::{ActivityCounts, Control};
 
 /// How often the root says what it is waiting for while the job is not idle.

@@ -18,6 +18,7 @@
 //! maintenance points; see `stats.rs`.
 
 mod join;
+mod perf;
 mod scheduler;
 mod sleep;
 mod stats;
@@ -25,9 +26,10 @@ mod worker;
 mod yield_now;
 
 pub use join::JoinHandle;
+pub(crate) use perf::{EVENTS as PERF_EVENTS, Perf};
 pub(crate) use scheduler::{BackgroundWork, BlockOutcome, Scheduler};
-pub(crate) use stats::{POLL_BUCKETS, StatsSnapshot, WorkerStats, poll_bucket};
-pub(crate) use worker::{charge_network, clock};
+pub(crate) use stats::{StatsSnapshot, WorkerStats};
+pub(crate) use worker::charge_network;
 pub use yield_now::{YieldNow, yield_now};
 
 /// How many tasks a worker runs between two calls to background work while
@@ -45,16 +47,3 @@ pub(crate) const PUBLISH_AFTER_NS: u64 = 50_000;
 /// parks. Spinning keeps wake-up latency low when work arrives in bursts.
 /// A guess, tune me.
 pub(crate) const SPIN_ROUNDS: u32 = 16;
-
-/// Asks Linux for a timer slack of 1 ns on the calling thread (once per
-/// thread), so that its short timed waits (the flush timer, a polling MPI
-/// driver) are not stretched by the default 50 µs slack.
-pub(crate) fn precise_sleeps() {
-    thread_local! {
-        static DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    }
-    if !DONE.replace(true) {
-        #[cfg(target_os = "linux")]
-        let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
-    }
-}

@@ -12,6 +12,7 @@ use crossbeam_deque::{Injector, Stealer, Worker};
 use parking_lot::Mutex;
 
 use super::join::JoinHandle;
+use super::perf::Perf;
 use super::sleep::Sleep;
 use super::stats::{PublishedStats, StatsSnapshot};
 use super::worker;
@@ -81,6 +82,8 @@ pub(crate) struct Scheduler {
     spawned: AtomicU64,
     pub(super) published: Box<[PublishedStats]>,
     threads: Mutex<Vec<thread::JoinHandle<()>>>,
+    /// Hardware and kernel event counters of the workers.
+    pub(crate) perf: Perf,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -111,6 +114,7 @@ impl Scheduler {
             shutdown: AtomicBool::new(false),
             spawned: AtomicU64::new(0),
             published: (0..workers).map(|_| PublishedStats::default()).collect(),
+            perf: Perf::new(workers),
             threads: Mutex::new(Vec::new()),
         })
     }

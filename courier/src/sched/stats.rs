@@ -9,6 +9,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::clock::POLL_BUCKETS;
+
 /// What one worker has done so far. Owned by the worker thread.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct WorkerStats {
@@ -29,18 +31,8 @@ pub(crate) struct WorkerStats {
     pub(crate) steals: u64,
 }
 
-/// Buckets of the task-poll duration histogram: bucket `k` counts polls of
-/// `2^(k-1)` to `2^k - 1` ns (bucket 0: 0 ns); the last bucket also takes
-/// everything longer.
-pub(crate) const POLL_BUCKETS: usize = 40;
-
 /// Per-bucket poll counts of one worker.
 pub(crate) type PollHistogram = [u64; POLL_BUCKETS];
-
-/// The bucket of a poll of `ns` nanoseconds.
-pub(crate) fn poll_bucket(ns: u64) -> usize {
-    ((u64::BITS - ns.leading_zeros()) as usize).min(POLL_BUCKETS - 1)
-}
 
 /// The published copy of a worker's [`WorkerStats`]: one cache line pair per
 /// worker so that publishing never false-shares with a neighbour.

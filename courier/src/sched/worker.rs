@@ -5,15 +5,15 @@ use std::cell::{Cell, OnceCell};
 use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::OnceLock;
 
 use async_task::Runnable;
 use crossbeam_deque::{Steal, Worker};
 use crossbeam_utils::Backoff;
 
 use super::scheduler::Scheduler;
-use super::stats::{POLL_BUCKETS, PollHistogram, WorkerStats, poll_bucket};
+use super::stats::{PollHistogram, WorkerStats};
 use super::{BACKGROUND_INTERVAL, PUBLISH_AFTER_NS, SPIN_ROUNDS};
+use crate::clock::{POLL_BUCKETS, clock, poll_bucket};
 
 /// What a worker thread knows about itself.
 struct Local {
@@ -88,15 +88,6 @@ pub(crate) fn charge_network(ns: u64) {
     let _ = NETWORK_NS.try_with(|n| n.set(n.get() + ns));
 }
 
-/// The clock of the time accounting: the CPU's time-stamp counter where it
-/// is reliable, calibrated once per process (see [`quanta`]). Reading it
-/// costs a few nanoseconds where `Instant::now` costs about 30 on a VM, and
-/// a worker reads it twice per task.
-pub(crate) fn clock() -> &'static quanta::Clock {
-    static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
-    CLOCK.get_or_init(quanta::Clock::new)
-}
-
 /// The body of worker thread `index`.
 pub(super) fn run(sched: Arc<Scheduler>, index: usize, queue: Worker<Runnable>) {
     let local = Rc::new(Local {
@@ -109,6 +100,7 @@ pub(super) fn run(sched: Arc<Scheduler>, index: usize, queue: Worker<Runnable>) 
         }
     });
     WORKER.set((Arc::as_ptr(&sched) as usize, index));
+    sched.perf.register_current_thread(index);
     let mut worker = WorkerLoop {
         sched: &sched,
         index,

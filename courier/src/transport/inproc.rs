@@ -12,9 +12,10 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
 use super::{Sink, Transport, check_frame_len};
+use crate::clock::clock;
+use crate::ids::LocalityId;
 use crate::parcel::FRAME_HEADROOM;
-use crate::runtime::LocalityId;
-use crate::sched::{BlockOutcome, clock};
+use crate::sched::BlockOutcome;
 
 enum Delivery {
     Frame(LocalityId, Vec<u8>),

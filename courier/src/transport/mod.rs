@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::ids::LocalityId;
 use crate::parcel::FRAME_HEADROOM;
-use crate::runtime::LocalityId;
 use crate::sched::BlockOutcome;
 
 /// Where a transport delivers what it receives.

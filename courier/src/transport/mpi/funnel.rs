@@ -11,7 +11,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::state::State;
 use super::{MAX_PAUSE, SPIN, Wakeup};
-use crate::runtime::LocalityId;
+use crate::ids::LocalityId;
 
 /// Frames on their way to or from MPI.
 pub(crate) type Frames = VecDeque<(LocalityId, Vec<u8>)>;
@@ -65,7 +65,7 @@ impl Funnel {
     /// The MPI thread's loop: send, receive, hand over, and when idle poll
     /// with growing pauses (MPI cannot wake a thread).
     pub(super) fn run(&self, state: &mut State) {
-        crate::sched::precise_sleeps();
+        crate::clock::precise_sleeps();
         let mut idle_since = Instant::now();
         let mut pause = Duration::from_micros(10);
         while !self.stop.load(Ordering::SeqCst) {

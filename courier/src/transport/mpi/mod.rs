@@ -40,8 +40,9 @@ pub(crate) use process::{MpiProcess, Progress};
 use state::State;
 
 use super::{Sink, Transport};
-use crate::runtime::LocalityId;
-use crate::sched::{BlockOutcome, clock};
+use crate::clock::clock;
+use crate::ids::LocalityId;
+use crate::sched::BlockOutcome;
 
 /// The MPI tag of Courier's frames.
 const TAG: i32 = 0x0C0E;
@@ -231,7 +232,7 @@ impl Transport for Mpi {
     }
 
     fn block(&self, sink: &dyn Sink, timeout: Duration) -> BlockOutcome {
-        crate::sched::precise_sleeps();
+        crate::clock::precise_sleeps();
         let begun = Instant::now();
         let mut pause = Duration::from_micros(10);
         let funneled = matches!(self.engine, Engine::Funneled(_));

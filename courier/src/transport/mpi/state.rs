@@ -8,8 +8,8 @@ use mpi::request::{Request, StaticScope};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use super::{MAX_OUTSTANDING, MAX_RECEIVES_PER_POLL, TAG};
+use crate::ids::LocalityId;
 use crate::parcel::FRAME_HEADROOM;
-use crate::runtime::LocalityId;
 
 /// A frame being sent: the request and the buffer it reads, which must stay
 /// put until the request completes.

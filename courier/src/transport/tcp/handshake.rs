@@ -11,9 +11,9 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
+use super::Secret;
+use crate::ids::LocalityId;
 use crate::parcel::WIRE_VERSION;
-use crate::runtime::LocalityId;
-use crate::runtime::bootstrap::Secret;
 
 const MAGIC: &[u8; 8] = b"COURIER\0";
 const HELLO_LEN: usize = 8 + 4 + 16 + 4 + 4 + 8;

@@ -23,6 +23,9 @@
 //! turn late connections away.
 
 mod handshake;
+mod secret;
+
+pub(crate) use secret::{BadSecret, NoRandomness, STARTUP_TIMEOUT, Secret};
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -34,9 +37,10 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use parking_lot::Mutex;
 
 use super::{Sink, Transport};
-use crate::runtime::LocalityId;
-use crate::runtime::bootstrap::{STARTUP_TIMEOUT, Secret};
-use crate::sched::{BlockOutcome, clock};
+use crate::ids::LocalityId;
+
+use crate::clock::clock;
+use crate::sched::BlockOutcome;
 use handshake::{Hello, Refusal};
 
 const WAKER: Token = Token(usize::MAX);
@@ -159,8 +163,19 @@ impl std::fmt::Debug for Tcp {
     }
 }
 
-fn startup_error(here: LocalityId, what: impl std::fmt::Display) -> crate::Error {
-    crate::Error::startup(format!("{here}: {what}"))
+/// Why locality `here` could not connect to the others at start-up.
+#[derive(Debug, thiserror::Error)]
+#[error("{here}: {cause}")]
+pub(crate) struct ConnectError {
+    here: LocalityId,
+    cause: String,
+}
+
+fn startup_error(here: LocalityId, what: impl std::fmt::Display) -> ConnectError {
+    ConnectError {
+        here,
+        cause: what.to_string(),
+    }
 }
 
 impl Tcp {
@@ -173,7 +188,7 @@ impl Tcp {
         secret: &Secret,
         fingerprint: u64,
         max_frame_bytes: usize,
-    ) -> Result<Tcp, crate::Error> {
+    ) -> Result<Tcp, ConnectError> {
         let count = u32::try_from(table.len()).expect("table sized by a u32 count");
         let hello = Hello::new(secret, count, here.get(), fingerprint);
         let deadline = Instant::now() + STARTUP_TIMEOUT;
@@ -619,7 +634,7 @@ mod tests {
     use super::*;
 
     /// Connects a mesh of `n` localities in threads, as start-up does.
-    fn mesh(n: u32, fingerprints: impl Fn(u32) -> u64) -> Vec<Result<Tcp, crate::Error>> {
+    fn mesh(n: u32, fingerprints: impl Fn(u32) -> u64) -> Vec<Result<Tcp, ConnectError>> {
         let secret = Secret::random().unwrap();
         let listeners: Vec<TcpListener> = (0..n)
             .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())

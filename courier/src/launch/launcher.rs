@@ -10,9 +10,11 @@ use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::process::{Child, ExitStatus};
 use std::time::Duration;
 
-use crate::runtime::bootstrap::{self, Secret};
-use crate::runtime::job::{Children, JobEnv};
-use crate::{Error, LocalityId};
+use super::bootstrap;
+use super::job::{Children, JobEnv};
+use crate::ids::LocalityId;
+use crate::runtime::Error;
+use crate::transport::tcp::Secret;
 
 /// A job to launch: a program, its arguments and the number of localities.
 ///

@@ -7,8 +7,9 @@ use std::net::SocketAddr;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use super::bootstrap::Secret;
-use super::{Error, LocalityId};
+use crate::ids::LocalityId;
+use crate::runtime::Error;
+use crate::transport::tcp::Secret;
 
 /// What a launcher told this process through the environment.
 #[derive(Debug)]

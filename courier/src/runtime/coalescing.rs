@@ -1,9 +1,11 @@
 //! The [`Runtime`] methods that read and change coalescing while the
 //! program runs.
 
-use super::Coalescing;
-use crate::action::{Action, ActionId, registry};
-use crate::{Error, LocalityId, Runtime};
+use super::{Error, Runtime};
+use crate::action::{Action, registry};
+use crate::aggregate::Coalescing;
+use crate::ids::ActionId;
+use crate::ids::LocalityId;
 
 fn slot_of(id: ActionId, name: &str) -> Result<usize, Error> {
     registry().slot(id).ok_or_else(|| {
@@ -98,7 +100,7 @@ impl Runtime {
         &self,
         action: A,
         setting: Coalescing,
-    ) -> Result<(), crate::BoxError> {
+    ) -> Result<(), super::BoxError> {
         let _ = action;
         slot_of(A::ID, A::NAME)?;
         checked(setting)?;
@@ -131,7 +133,8 @@ impl Runtime {
     /// Sends every buffered parcel of this locality now.
     pub fn flush(&self) {
         let l = self.inner();
-        l.aggregator.flush_all(&**l, super::Reason::Changed);
+        l.aggregator
+            .flush_all(&**l, crate::aggregate::Reason::Changed);
     }
 }
 
@@ -139,7 +142,7 @@ impl Runtime {
 /// of [`Runtime::set_coalescing_everywhere`].
 #[crate::action]
 fn apply_coalescing(action: u64, setting: Coalescing) -> Result<(), String> {
-    let rt = crate::current();
+    let rt = super::current();
     let slot = registry()
         .slot(ActionId::from_bits(action))
         .ok_or_else(|| format!("no action with id {action:#x} here"))?;

@@ -7,9 +7,13 @@
 //! starting a job of its own on every rank.
 
 #[cfg(feature = "mpi")]
-use super::launch::Main;
+use super::Config;
 #[cfg(feature = "mpi")]
-use super::{Config, Error, LocalityId};
+use super::run::Main;
+#[cfg(feature = "mpi")]
+use crate::ids::LocalityId;
+#[cfg(feature = "mpi")]
+use crate::runtime::Error;
 
 /// Environment variables that MPI launchers set in every rank: Open MPI,
 /// PMI (MPICH's Hydra, Slurm's `srun --mpi=pmi2`) and PMIx (`srun --mpi=pmix`).
@@ -26,9 +30,9 @@ pub(super) fn launched_by_mpi() -> bool {
 /// ranks serve until the root stops the job, then finalize MPI and exit.
 #[cfg(feature = "mpi")]
 pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) -> Result<T, Error> {
-    use super::launch::{run_member, run_root, serve_until_shutdown};
-    use super::locality::Locality;
+    use super::run::{run_member, run_root, serve_until_shutdown};
     use crate::action::registry;
+    use crate::runtime::Locality;
     use crate::transport::mpi::{Mpi, MpiProcess};
 
     let funneled = std::env::var("COURIER_MPI_PROGRESS").is_ok_and(|v| v == "funneled");
@@ -50,8 +54,13 @@ pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) ->
     let here = LocalityId::new(rank);
     let transport = Mpi::new(rank, size, startup.progress, config.max_frame_bytes);
     let workers = config.workers_for(startup.local);
-    let locality = Locality::start(here, size, workers, Box::new(transport), config)
-        .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))?;
+    let locality = Locality::start(
+        here,
+        size,
+        Box::new(transport),
+        config.locality_settings(workers),
+    )
+    .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))?;
     if rank == 0 {
         let result = run_root(config, &locality, main);
         locality.stop();

@@ -33,11 +33,12 @@ use std::str::FromStr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::LocalityId;
-use super::error::Error;
-use super::state::StateMaker;
 use crate::aggregate::Coalescing;
 use crate::counters::{CounterFormat, PrintOptions};
+use crate::ids::LocalityId;
+use crate::runtime::Error;
+use crate::runtime::LocalitySettings as Settings;
+use crate::runtime::StateMaker;
 
 /// How localities talk to each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -159,7 +160,7 @@ impl Config {
     /// Gives every locality a state of type `T`, made by `make` (called
     /// with the locality's id and the number of localities of the job) when
     /// the locality starts: what its actions share, read with
-    /// [`Runtime::state`] or [`with_state`](crate::with_state). A second
+    /// [`Runtime::state`](crate::Runtime::state) or [`with_state`](crate::with_state). A second
     /// state of the same type replaces the first.
     ///
     /// Each locality has its own state, also under `Transport::Inproc`, where
@@ -234,6 +235,17 @@ impl Config {
     pub fn coalesce_action(mut self, name: impl Into<String>, setting: Coalescing) -> Self {
         self.action_coalescing.push((name.into(), setting));
         self
+    }
+
+    /// The settings of one locality of this job with `workers` workers.
+    pub(crate) fn locality_settings(&self, workers: usize) -> Settings<'_> {
+        Settings {
+            workers,
+            max_frame_bytes: self.max_frame_bytes,
+            coalescing: self.coalescing,
+            action_coalescing: self.action_settings().unwrap_or_default(),
+            states: &self.states,
+        }
     }
 
     /// The registry slots and settings of [`Config::coalesce_action`].

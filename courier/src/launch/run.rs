@@ -23,18 +23,21 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::bootstrap::{self, Secret};
+use super::bootstrap;
 use super::job::{Children, JobEnv};
-use super::locality::{Locality, report};
 #[cfg(feature = "mpi")]
 use super::mpi_job;
-use super::termination::{shut_down_peers, wait_for_quiescence};
-use super::{BoxError, Config, Error, LocalityId, Runtime, Transport};
+use super::{Config, Transport};
 use crate::action::registry;
 use crate::counters::{Printer, list_counters};
+use crate::ids::LocalityId;
 use crate::parcel::Control;
 use crate::parcel::panic_message;
+use crate::runtime::{BoxError, Error, Runtime};
+use crate::runtime::{Locality, report};
+use crate::runtime::{shut_down_peers, wait_for_quiescence};
 use crate::transport::inproc::{Fabric, Inproc};
+use crate::transport::tcp::Secret;
 use crate::transport::tcp::Tcp;
 
 /// How long a non-root locality may take to flush its last frames at shutdown.
@@ -204,8 +207,13 @@ fn run_threads<T: Send + 'static>(config: &Config, main: Main<'_, T>) -> Result<
     for rank in 0..count {
         let here = LocalityId::new(rank);
         let transport = Inproc::new(here, Arc::clone(&fabric), config.max_frame_bytes);
-        let locality = Locality::start(here, count, workers, Box::new(transport), config)
-            .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")));
+        let locality = Locality::start(
+            here,
+            count,
+            Box::new(transport),
+            config.locality_settings(workers),
+        )
+        .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")));
         match locality {
             Ok(l) => localities.push(l),
             Err(e) => {
@@ -502,9 +510,8 @@ fn start_tcp_locality(
     Locality::start(
         here,
         count,
-        config.workers_for(local_localities),
         Box::new(tcp),
-        config,
+        config.locality_settings(config.workers_for(local_localities)),
     )
     .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))
 }

@@ -11,8 +11,6 @@
 
 use parking_lot::Mutex;
 
-use super::name::{Index, Instance};
-
 /// The events, by counter type name, with their help text.
 pub(crate) const EVENTS: [(&str, &str); 6] = [
     (
@@ -92,16 +90,18 @@ impl Perf {
         }
     }
 
-    /// Reads event `event` (an index into [`EVENTS`]) for `instance`.
-    pub(crate) fn read(&self, event: usize, instance: Instance) -> Result<u64, String> {
+    /// Reads event `event` (an index into [`EVENTS`]) summed over the
+    /// workers.
+    pub(crate) fn read_total(&self, event: usize) -> Result<u64, String> {
         let mut counters = self.counters.lock();
-        match instance {
-            Instance::Total => (0..counters.len())
-                .map(|k| self.read_worker(&mut counters, k, event))
-                .sum(),
-            Instance::Worker(Index::At(k)) => self.read_worker(&mut counters, k as usize, event),
-            Instance::Worker(Index::All) => Err("a wildcard instance cannot be read".into()),
-        }
+        (0..counters.len())
+            .map(|k| self.read_worker(&mut counters, k, event))
+            .sum()
+    }
+
+    /// Reads event `event` (an index into [`EVENTS`]) of worker `k`.
+    pub(crate) fn read(&self, k: usize, event: usize) -> Result<u64, String> {
+        self.read_worker(&mut self.counters.lock(), k, event)
     }
 }
 
