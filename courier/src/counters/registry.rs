@@ -10,7 +10,7 @@ use crate::action::action_slot;
 use crate::aggregate::{Coalescing, LaneStats, Reason};
 use crate::clock::POLL_BUCKETS;
 use crate::runtime::DirectionCounts;
-use crate::runtime::Locality;
+use crate::runtime::Metrics;
 use crate::sched::{PERF_EVENTS as EVENTS, Perf};
 use crate::sched::{StatsSnapshot, WorkerStats};
 use crate::suggest::edit_distance;
@@ -160,7 +160,7 @@ fn ratio(num: u64, den: u64) -> f64 {
 
 /// What a sampler reads: one locality's statistics at one moment.
 pub(crate) struct Sources<'a> {
-    pub(crate) locality: &'a Locality,
+    pub(crate) metrics: Metrics<'a>,
     pub(crate) stats: StatsSnapshot,
     pub(crate) sent: DirectionCounts,
     pub(crate) received: DirectionCounts,
@@ -168,12 +168,12 @@ pub(crate) struct Sources<'a> {
 
 impl<'a> Sources<'a> {
     /// Reads everything once, so that the counters of one query agree.
-    pub(crate) fn read(locality: &'a Locality) -> Self {
+    pub(crate) fn read(metrics: Metrics<'a>) -> Self {
         Sources {
-            locality,
-            stats: locality.sched.snapshot(),
-            sent: locality.traffic.sent.load(),
-            received: locality.traffic.received.load(),
+            metrics,
+            stats: metrics.scheduler(),
+            sent: metrics.traffic().sent.load(),
+            received: metrics.traffic().received.load(),
         }
     }
 
@@ -294,7 +294,7 @@ macro_rules! perf_counter {
             help: EVENTS[$index].1,
             instances: Instances::PerWorker,
             parameters: Parameters::None,
-            sample: |s, i, _| read_perf(&s.locality.sched.perf, $index, i).map(Raw::Count),
+            sample: |s, i, _| read_perf(s.metrics.perf(), $index, i).map(Raw::Count),
         }
     };
 }
@@ -317,7 +317,7 @@ macro_rules! traffic_counter {
                     None => Ok(Raw::Count(s.$dir.$field)),
                     Some(action) => {
                         let slot = action_slot(action)?;
-                        let counts = &s.locality.traffic.$dir.per_action[slot];
+                        let counts = &s.metrics.traffic().$dir.per_action[slot];
                         Ok(Raw::Count(counts.$field.load(Ordering::Relaxed)))
                     }
                 }
@@ -329,7 +329,7 @@ macro_rules! traffic_counter {
 /// The coalescing statistics of the action named in `params` (its part
 /// before any comma), or of every action.
 fn coalescing_stats(s: &Sources<'_>, params: Option<&str>) -> Result<LaneStats, String> {
-    let aggregator = &s.locality.aggregator;
+    let aggregator = &s.metrics.coalescing();
     match params.map(|p| p.split(',').next().unwrap_or(p)) {
         None | Some("") => Ok(aggregator.stats(None)),
         Some(action) => Ok(aggregator.stats(Some(action_slot(action)?))),
@@ -380,7 +380,7 @@ macro_rules! parameter_counter {
                     return Err(format!("no instance {i}"));
                 }
                 let action = params.ok_or("needs @ACTION")?;
-                let $setting = s.locality.aggregator.default_setting(action_slot(action)?);
+                let $setting = s.metrics.coalescing().default_setting(action_slot(action)?);
                 let value: f64 = $value;
                 Ok(Raw::Gauge(value))
             },
@@ -460,7 +460,7 @@ pub(crate) static TYPES: &[CounterType] = &[
                 return Err(format!("no instance {i}"));
             }
             let slot = params.map(action_slot).transpose()?;
-            Ok(Raw::Count(s.locality.aggregator.forwarded(slot)))
+            Ok(Raw::Count(s.metrics.coalescing().forwarded(slot)))
         },
     },
     coalescing_counter!(
@@ -554,7 +554,7 @@ pub(crate) static TYPES: &[CounterType] = &[
         "ns",
         "mean delay of the flush timer after a deadline",
         |s| {
-            let (counts, sum_ns) = s.locality.aggregator.timer_lateness().load();
+            let (counts, sum_ns) = s.metrics.coalescing().timer_lateness().load();
             Raw::Ratio {
                 num: sum_ns,
                 den: counts.iter().sum(),
@@ -588,7 +588,7 @@ pub(crate) static TYPES: &[CounterType] = &[
             if i != Instance::Total {
                 return Err(format!("no instance {i}"));
             }
-            let (counts, sum_ns) = s.locality.aggregator.timer_lateness().load();
+            let (counts, sum_ns) = s.metrics.coalescing().timer_lateness().load();
             Ok(Raw::Histogram { counts, sum_ns })
         },
     },
@@ -648,7 +648,7 @@ pub(crate) static TYPES: &[CounterType] = &[
         "/runtime/uptime",
         "s",
         "time since the locality started",
-        |s| Raw::Gauge(s.locality.started.elapsed().as_secs_f64())
+        |s| Raw::Gauge(s.metrics.uptime().as_secs_f64())
     ),
     locality_counter!(
         "/serialize/count/received",
@@ -844,13 +844,13 @@ pub(crate) struct Sample {
 /// Samples every counter `pattern` names on `sources`' locality, expanding
 /// type and worker wildcards. The pattern's locality must be this one.
 pub(crate) fn sample(sources: &Sources<'_>, pattern: &CounterName) -> Result<Vec<Sample>, String> {
-    let here = sources.locality.here.get();
+    let here = sources.metrics.here().get();
     let types = matching(&pattern.type_name());
     if types.is_empty() {
         return Err(unknown_type_message(&pattern.type_name()));
     }
     let workers = sources.stats.workers.len() as u32;
-    let time = sources.locality.started.elapsed().as_secs_f64();
+    let time = sources.metrics.uptime().as_secs_f64();
     let mut samples = Vec::new();
     for ty in types {
         let exact = pattern.type_name() == ty.name;

@@ -441,7 +441,7 @@ impl CounterSet {
 #[crate::action]
 fn sample_counters(names: Vec<String>) -> Vec<Result<Vec<Sample>, String>> {
     let rt = crate::runtime::current();
-    let sources = Sources::read(rt.inner());
+    let sources = Sources::read(rt.metrics());
     names
         .iter()
         .map(|name| {

@@ -29,6 +29,7 @@ mod control;
 mod error;
 mod handle;
 mod locality;
+mod metrics;
 mod receive;
 mod respond;
 mod send;
@@ -43,6 +44,7 @@ pub use state::with_state;
 pub use time::{Sleep, sleep};
 
 pub(crate) use locality::{Locality, Settings as LocalitySettings, report};
+pub(crate) use metrics::Metrics;
 pub(crate) use state::StateMaker;
 pub(crate) use termination::{shut_down_peers, wait_for_quiescence};
 pub(crate) use traffic::{DirectionCounts, Traffic};
