@@ -4,8 +4,9 @@
 //! finds every `crate::ROOM` path outside comments and fails on a room
 //! that reaches above itself, on a room missing from the stack, and on a
 //! path through the crate root's re-exports (which hide the room an item
-//! lives in).
+//! lives in). Inside a room, the files' `super::` imports form no cycle.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -158,6 +159,156 @@ fn every_import_points_down_the_stack_of_rooms() {
         "imports that do not point down the stack {STACK:?}:\n{}",
         wrong.join("\n")
     );
+}
+
+/// The first segment of every `super::` path in `code`, a group giving
+/// one per item.
+fn super_roots(code: &str) -> Vec<String> {
+    // `super::super::` leaves the directory: not a sibling.
+    let mut code = code.to_string();
+    while code.contains("super::super::") {
+        code = code.replace("super::super::", "outer::");
+    }
+    imported_roots(
+        &code
+            .replace("outer::super::", "outer::")
+            .replace("super::", "crate::"),
+    )
+}
+
+/// The files of one directory (a room or a folder inside one) and which
+/// sibling each imports through `super::`: a sibling module by name, or an
+/// item the directory's `mod.rs` re-exports from one (`use file::{A, B}`).
+fn sibling_imports(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let module_of = |path: &Path| path.file_stem().unwrap().to_str().unwrap().to_string();
+    let files: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    let modules: BTreeSet<String> = files.iter().map(|p| module_of(p)).collect();
+    // Items re-exported by mod.rs, by the module that defines them.
+    let mut reexported = BTreeMap::new();
+    if let Ok(root) = fs::read_to_string(dir.join("mod.rs")) {
+        for line in code_of(&root).lines() {
+            let Some(rest) = line.trim().split("use ").nth(1) else {
+                continue;
+            };
+            let Some((module, items)) = rest.split_once("::") else {
+                continue;
+            };
+            if !modules.contains(module) {
+                continue;
+            }
+            for item in items.trim_matches(|c| "{};".contains(c)).split(',') {
+                let name = item.split(" as ").last().unwrap().trim();
+                reexported.insert(name.to_string(), module.to_string());
+            }
+        }
+    }
+    let mut edges = BTreeMap::new();
+    for file in &files {
+        let me = module_of(file);
+        if me == "mod" {
+            continue; // `super::` there is the room's parent
+        }
+        let code = code_of(&fs::read_to_string(file).unwrap());
+        let targets = super_roots(&code)
+            .into_iter()
+            .filter_map(|root| {
+                if modules.contains(&root) {
+                    Some(root)
+                } else {
+                    reexported.get(&root).cloned()
+                }
+            })
+            .filter(|t| *t != me && t != "mod")
+            .collect();
+        edges.insert(me, targets);
+    }
+    edges
+}
+
+/// A cycle in `edges`, if there is one.
+fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if !done.insert(node.to_string()) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, edges, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|n| visit(n, edges, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_two_files_of_a_room_import_each_other_in_a_cycle() {
+    fn dirs(dir: &Path, out: &mut Vec<PathBuf>) {
+        out.push(dir.to_path_buf());
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs(&path, out);
+            }
+        }
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    dirs(&src, &mut all);
+    let cycles: Vec<String> = all
+        .iter()
+        .filter(|d| **d != src)
+        .filter_map(|d| {
+            find_cycle(&sibling_imports(d)).map(|c| {
+                format!(
+                    "{}: {}",
+                    d.strip_prefix(&src).unwrap().display(),
+                    c.join(" -> ")
+                )
+            })
+        })
+        .collect();
+    assert!(
+        cycles.is_empty(),
+        "files that import each other:\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn a_cycle_is_found() {
+    let edges: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec![]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.into(), v.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(find_cycle(&edges).unwrap(), ["a", "b", "c", "a"]);
+    let mut acyclic = edges.clone();
+    acyclic.get_mut("c").unwrap().clear();
+    assert_eq!(find_cycle(&acyclic), None);
 }
 
 #[test]

@@ -25,7 +25,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::name::{CounterName, ParseError};
-use super::set::{CounterSet, CounterValue};
+use super::value::{CounterKind, CounterValue};
 
 /// An arithmetic operation over counter values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,11 +219,12 @@ pub(crate) struct Statistics {
 }
 
 impl Statistics {
-    /// Starts sampling `base` every `interval` into a window of `window`.
+    /// Starts sampling every `interval` into a window of `window`:
+    /// `sample` evaluates the base counters (`None` ends the sampling).
     pub(crate) fn start(
         name: String,
         stat: Stat,
-        mut base: CounterSet,
+        mut sample: impl FnMut() -> Option<Vec<CounterValue>> + Send + 'static,
         interval: Duration,
         window: Option<usize>,
     ) -> Self {
@@ -234,7 +235,7 @@ impl Statistics {
             .name("courier-statistics".into())
             .spawn(move || {
                 while !stop2.load(Ordering::Acquire) {
-                    let Ok(values) = futures::executor::block_on(base.evaluate(false)) else {
+                    let Some(values) = sample() else {
                         return;
                     };
                     if stop2.load(Ordering::Acquire) {
@@ -267,7 +268,7 @@ impl Statistics {
                 unit: "",
                 time: 0.0,
                 sequence,
-                kind: super::set::CounterKind::Level,
+                kind: CounterKind::Level,
                 histogram: None,
             }];
         }
@@ -284,7 +285,7 @@ impl Statistics {
                 unit,
                 time: *time,
                 sequence,
-                kind: super::set::CounterKind::Level,
+                kind: CounterKind::Level,
                 histogram: None,
             })
             .collect()

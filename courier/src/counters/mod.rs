@@ -24,8 +24,10 @@ mod print;
 mod prometheus;
 mod registry;
 mod set;
+mod value;
 
 pub use print::CounterFormat;
 pub(crate) use print::{PrintOptions, Printer, list_counters};
 pub use prometheus::MetricsServer;
-pub use set::{CounterError, CounterKind, CounterSet, CounterValue, Histogram};
+pub use set::{CounterError, CounterSet};
+pub use value::{CounterKind, CounterValue, Histogram};

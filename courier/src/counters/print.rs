@@ -9,7 +9,8 @@ use std::thread;
 use std::time::Duration;
 
 use super::registry::TYPES;
-use super::set::{CounterError, CounterSet, CounterValue, Histogram};
+use super::set::{CounterError, CounterSet};
+use super::value::{CounterValue, Histogram};
 use crate::runtime::Runtime;
 
 /// How printed counter values look.

@@ -24,7 +24,8 @@ use std::time::Duration;
 
 use super::name::{CounterName, Index, Instance};
 use super::registry;
-use super::set::{CounterKind, CounterSet, CounterValue, Histogram};
+use super::set::CounterSet;
+use super::value::{CounterKind, CounterValue, Histogram};
 use crate::runtime::Runtime;
 
 /// The counters every scrape evaluates.

@@ -334,7 +334,7 @@ impl Config {
     /// The transport the job will use: the configured one, or MPI when an
     /// MPI launcher started this process and no transport was set.
     pub fn transport_kind(&self) -> Transport {
-        if !self.transport_explicit && super::mpi_job::launched_by_mpi() {
+        if !self.transport_explicit && super::job::launched_by_mpi() {
             Transport::Mpi
         } else {
             self.transport

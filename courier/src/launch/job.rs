@@ -170,3 +170,14 @@ impl Drop for Children {
         }
     }
 }
+
+/// Environment variables that MPI launchers set in every rank: Open MPI,
+/// PMI (MPICH's Hydra, Slurm's `srun --mpi=pmi2`) and PMIx (`srun --mpi=pmix`).
+const LAUNCHER_VARIABLES: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"];
+
+/// Whether an MPI launcher started this process.
+pub(super) fn launched_by_mpi() -> bool {
+    LAUNCHER_VARIABLES
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+}

@@ -16,6 +16,7 @@ mod config;
 mod job;
 pub mod launcher;
 mod mpi_job;
+mod role;
 mod run;
 
 pub use config::{Config, DEFAULT_MAX_FRAME_BYTES, RuntimeArgs, Transport};

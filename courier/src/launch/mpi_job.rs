@@ -9,28 +9,17 @@
 #[cfg(feature = "mpi")]
 use super::Config;
 #[cfg(feature = "mpi")]
-use super::run::Main;
+use super::role::Main;
 #[cfg(feature = "mpi")]
 use crate::ids::LocalityId;
 #[cfg(feature = "mpi")]
 use crate::runtime::Error;
 
-/// Environment variables that MPI launchers set in every rank: Open MPI,
-/// PMI (MPICH's Hydra, Slurm's `srun --mpi=pmi2`) and PMIx (`srun --mpi=pmix`).
-const LAUNCHER_VARIABLES: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"];
-
-/// Whether an MPI launcher started this process.
-pub(super) fn launched_by_mpi() -> bool {
-    LAUNCHER_VARIABLES
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
-}
-
 /// Becomes the locality of this MPI rank; runs `main` on rank 0. Other
 /// ranks serve until the root stops the job, then finalize MPI and exit.
 #[cfg(feature = "mpi")]
 pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) -> Result<T, Error> {
-    use super::run::{run_member, run_root, serve_until_shutdown};
+    use super::role::{run_member, run_root, serve_until_shutdown};
     use crate::action::registry;
     use crate::runtime::Locality;
     use crate::transport::mpi::{Mpi, MpiProcess};

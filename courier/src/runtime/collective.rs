@@ -18,114 +18,18 @@
 //! that waited) finished; then it answers every request made before the
 //! waves began.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll, Waker};
+use std::sync::atomic::Ordering;
 
-use parking_lot::Mutex;
-use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::Runtime;
+use super::gather::{Wait, Waiting};
 use super::locality::{Locality, report};
 use super::termination::{parcels_quiet, run_waves};
 use crate::aggregate::Reason;
 use crate::ids::LocalityId;
 use crate::parcel::{CallError, Control, Failure};
-
-/// What a waiting task waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Wait {
-    /// The values of a gather, by epoch.
-    Gathered(u64),
-    /// The answer to a quiescence request, by id.
-    Quiet(u64),
-}
-
-#[derive(Debug, Default)]
-struct State {
-    /// At the root: the values of the gathers in progress, by epoch.
-    gathering: FxHashMap<u64, Vec<Option<Vec<u8>>>>,
-    /// Finished gathers of this locality not yet taken, by epoch.
-    gathered: FxHashMap<u64, Vec<Vec<u8>>>,
-    /// Answered quiescence requests of this locality not yet taken.
-    quiet: FxHashSet<u64>,
-    waiters: FxHashMap<Wait, Waker>,
-    /// Why every collective fails from now on (a locality was lost).
-    failed: Option<String>,
-    /// At the root: the quiescence requests not answered yet.
-    requests: Vec<(LocalityId, u64)>,
-    /// At the root: whether a thread is running quiescence waves.
-    waves_running: bool,
-}
-
-/// The collectives and quiescence requests of one locality.
-#[derive(Debug, Default)]
-pub(crate) struct Collectives {
-    next_epoch: AtomicU64,
-    next_request: AtomicU64,
-    state: Mutex<State>,
-}
-
-impl Collectives {
-    fn finish(&self, wait: Wait, state: &mut State) {
-        if let Some(waker) = state.waiters.remove(&wait) {
-            waker.wake();
-        }
-    }
-
-    /// Fails every collective of this locality, now and later: a locality
-    /// was lost.
-    pub(crate) fn fail(&self, reason: &str) {
-        let mut state = self.state.lock();
-        state.failed.get_or_insert_with(|| reason.to_owned());
-        for (_, waker) in state.waiters.drain() {
-            waker.wake();
-        }
-    }
-
-    /// The values of gather `epoch` came from the root.
-    fn gathered(&self, epoch: u64, values: Vec<Vec<u8>>) {
-        let mut state = self.state.lock();
-        state.gathered.insert(epoch, values);
-        self.finish(Wait::Gathered(epoch), &mut state);
-    }
-
-    /// The root answered quiescence request `id`.
-    fn quiet(&self, id: u64) {
-        let mut state = self.state.lock();
-        state.quiet.insert(id);
-        self.finish(Wait::Quiet(id), &mut state);
-    }
-}
-
-/// The future of one collective step on this locality.
-struct Waiting<'a> {
-    collectives: &'a Collectives,
-    wait: Wait,
-}
-
-impl Future for Waiting<'_> {
-    type Output = Result<Vec<Vec<u8>>, String>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.collectives.state.lock();
-        let done = match self.wait {
-            Wait::Gathered(epoch) => state.gathered.remove(&epoch),
-            Wait::Quiet(id) => state.quiet.remove(&id).then(Vec::new),
-        };
-        if let Some(values) = done {
-            return Poll::Ready(Ok(values));
-        }
-        if let Some(reason) = &state.failed {
-            return Poll::Ready(Err(reason.clone()));
-        }
-        state.waiters.insert(self.wait, cx.waker().clone());
-        Poll::Pending
-    }
-}
 
 impl Locality {
     /// At the root: locality `from` gave its value for gather `epoch`.

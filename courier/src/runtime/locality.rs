@@ -1,26 +1,26 @@
-//! [`Locality`]: the state one locality shares between its workers, how
-//! it starts and stops, and the background work its workers do for it.
+//! [`Locality`]: the state one locality shares between its workers, and
+//! how it stops.
 //!
-//! How a program's calls become parcels and frames leave is in `send.rs`;
+//! How it starts is in `start.rs`; how a program's calls become parcels
+//! and frames leave, in `send.rs`;
 //! what a locality does with a received frame, in `receive.rs`; how
 //! results go back, in `respond.rs`; the control protocol, in `control.rs`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 use rustc_hash::FxHashMap;
 
 use super::Traffic;
-use super::collective::Collectives;
-use super::state::{StateMaker, States};
-use crate::aggregate::{Aggregator, Coalescing, Outbox, Reason};
+use super::gather::Collectives;
+use super::states::States;
+use crate::aggregate::{Aggregator, Outbox, Reason};
 use crate::ids::LocalityId;
 use crate::parcel::{
     ActivityCounts, Control, Failure, FrameBuilder, PendingTable, RunKind, encode_control,
 };
-use crate::sched::{BackgroundWork, BlockOutcome, Scheduler};
+use crate::sched::Scheduler;
 use crate::transport::Transport;
 
 /// Prints a runtime message on standard error, prefixed with the locality.
@@ -64,7 +64,7 @@ pub(crate) struct Locality {
     /// Coalescing buffers and their flush timer.
     pub(crate) aggregator: Arc<Aggregator>,
     /// Set once the job is ending: lost connections are expected then.
-    stopping: AtomicBool,
+    pub(super) stopping: AtomicBool,
     pub(crate) control: Mutex<ControlState>,
     pub(crate) control_changed: Condvar,
     /// The program's per-locality state.
@@ -73,14 +73,14 @@ pub(crate) struct Locality {
     pub(crate) collectives: Collectives,
     /// Work received parcels started and finished (runs of calls, calls
     /// that waited): what quiescence waits for.
-    parcel_work: ParcelWork,
+    pub(super) parcel_work: ParcelWork,
     /// This locality, for the tasks it spawns to hold.
-    me: Weak<Locality>,
+    pub(super) me: Weak<Locality>,
 }
 
 /// Counts of parcel work: monotonic, compared across waves.
 #[derive(Debug, Default)]
-struct ParcelWork {
+pub(super) struct ParcelWork {
     started: std::sync::atomic::AtomicU64,
     finished: std::sync::atomic::AtomicU64,
 }
@@ -104,113 +104,7 @@ impl std::fmt::Debug for Locality {
     }
 }
 
-/// The background work of a locality's workers: drive its transport, and
-/// send what an idle worker holds. Holds the locality weakly so that the
-/// scheduler does not keep it alive.
-struct Progress(Weak<Locality>);
-
-impl BackgroundWork for Progress {
-    fn poll(&self) -> bool {
-        self.0.upgrade().is_some_and(|l| l.transport.poll(&*l))
-    }
-
-    fn block(&self, timeout: Duration) -> BlockOutcome {
-        match self.0.upgrade() {
-            Some(l) => l.transport.block(&*l, timeout),
-            None => BlockOutcome::Unsupported,
-        }
-    }
-
-    fn wake(&self) {
-        if let Some(l) = self.0.upgrade() {
-            l.transport.wake();
-        }
-    }
-
-    fn before_idle(&self) -> bool {
-        match self.0.upgrade() {
-            Some(l) => l.aggregator.flush_idle_worker(&*l),
-            None => false,
-        }
-    }
-}
-
-/// What a locality is made with besides its place in the job: the parts
-/// of the job's configuration it uses (the launch room makes them from
-/// `Config`).
-#[derive(Debug)]
-pub(crate) struct Settings<'a> {
-    /// Worker threads.
-    pub(crate) workers: usize,
-    /// The largest frame it sends or accepts.
-    pub(crate) max_frame_bytes: usize,
-    /// The coalescing of actions that ask for the default.
-    pub(crate) coalescing: Coalescing,
-    /// Coalescing set by action slot.
-    pub(crate) action_coalescing: Vec<(usize, Coalescing)>,
-    /// Makers of the program's per-locality state.
-    pub(crate) states: &'a [StateMaker],
-}
-
 impl Locality {
-    /// Creates locality `here` of `count` and starts its workers.
-    pub(crate) fn start(
-        here: LocalityId,
-        count: u32,
-        transport: Box<dyn Transport>,
-        settings: Settings<'_>,
-    ) -> std::io::Result<Arc<Locality>> {
-        let Settings {
-            workers,
-            max_frame_bytes,
-            coalescing,
-            action_coalescing,
-            states,
-        } = settings;
-        let sched = Scheduler::new(workers);
-        let aggregator = Arc::new(Aggregator::new(
-            here,
-            count,
-            max_frame_bytes,
-            Arc::clone(&sched),
-            coalescing,
-            &action_coalescing,
-        ));
-        let locality = Arc::new_cyclic(|me| Locality {
-            here,
-            count,
-            sched: Arc::clone(&sched),
-            transport,
-            pending: Arc::default(),
-            max_frame_bytes,
-            traffic: Traffic::default(),
-            started: std::time::Instant::now(),
-            aggregator,
-            stopping: AtomicBool::new(false),
-            control: Mutex::new(ControlState::default()),
-            control_changed: Condvar::new(),
-            states: States::make(states, here, count),
-            collectives: Collectives::default(),
-            parcel_work: ParcelWork::default(),
-            me: me.clone(),
-        });
-        sched.set_background(Arc::new(Progress(Arc::downgrade(&locality))));
-        let runtime = super::Runtime::new(Arc::clone(&locality));
-        let on_start = Arc::new(move |_index| {
-            super::handle::set_current(runtime.clone());
-        });
-        sched.start(&format!("courier-{}", here.get()), on_start)?;
-        let weak = Arc::downgrade(&locality);
-        locality.aggregator.start_timer(move |key, deadline| {
-            let Some(locality) = weak.upgrade() else {
-                return false;
-            };
-            locality.aggregator.flush_due(&*locality, key, deadline);
-            true
-        })?;
-        Ok(locality)
-    }
-
     /// This locality, shared: for what outlives a borrow of it (tasks).
     pub(crate) fn shared(&self) -> Arc<Locality> {
         self.me

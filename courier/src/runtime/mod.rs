@@ -9,14 +9,17 @@
 //! or failure goes back to its caller).
 //!
 //! - `locality`: one locality's shared state (scheduler, transport,
-//!   pending calls, aggregator) and its frame sender.
+//!   pending calls, aggregator); `start`: making it and starting its
+//!   workers; `metrics`: what the counters room reads of it.
 //! - `handle`: [`Runtime`], the handle programs hold.
 //! - `send`, `receive`, `respond`: the parcel's way, above.
 //! - `control`: the control protocol (lost peers, shutdown, reports).
 //! - `termination`: detecting that the whole job is idle, then stopping it.
-//! - `collective`: barrier, all-gather, all-reduce, quiescence.
+//! - `collective`: barrier, all-gather, all-reduce, quiescence; `gather`:
+//!   each locality's record of them.
 //! - `coalescing`: the [`Runtime`] methods that read and change coalescing.
-//! - `state`: per-locality program state; `time`: [`sleep`].
+//! - `state`: reading per-locality program state; `states`: its store;
+//!   `time`: [`sleep`].
 //! - `traffic`: what a locality sent and received (counted per frame).
 //! - `error`: [`Error`], why a job failed, and [`BoxError`].
 //!
@@ -27,13 +30,16 @@ mod coalescing;
 mod collective;
 mod control;
 mod error;
+mod gather;
 mod handle;
 mod locality;
 mod metrics;
 mod receive;
 mod respond;
 mod send;
+mod start;
 mod state;
+mod states;
 mod termination;
 mod time;
 mod traffic;
@@ -43,8 +49,9 @@ pub use handle::{Runtime, current, try_current};
 pub use state::with_state;
 pub use time::{Sleep, sleep};
 
-pub(crate) use locality::{Locality, Settings as LocalitySettings, report};
+pub(crate) use locality::{Locality, report};
 pub(crate) use metrics::Metrics;
-pub(crate) use state::StateMaker;
+pub(crate) use start::Settings as LocalitySettings;
+pub(crate) use states::StateMaker;
 pub(crate) use termination::{shut_down_peers, wait_for_quiescence};
 pub(crate) use traffic::{DirectionCounts, Traffic};

@@ -17,17 +17,20 @@
 //! work, parked) in plain fields and publishes them to cache-padded atomics at
 //! maintenance points; see `stats.rs`.
 
+mod background;
 mod join;
 mod perf;
 mod scheduler;
 mod sleep;
+mod spawn;
 mod stats;
 mod worker;
 mod yield_now;
 
+pub(crate) use background::{BackgroundWork, BlockOutcome};
 pub use join::JoinHandle;
 pub(crate) use perf::{EVENTS as PERF_EVENTS, Perf};
-pub(crate) use scheduler::{BackgroundWork, BlockOutcome, Scheduler};
+pub(crate) use scheduler::Scheduler;
 pub(crate) use stats::{StatsSnapshot, WorkerStats};
 pub(crate) use worker::charge_network;
 pub use yield_now::{YieldNow, yield_now};

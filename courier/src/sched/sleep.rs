@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::scheduler::{BackgroundWork, BlockOutcome};
+use super::background::{BackgroundWork, BlockOutcome};
 
 #[derive(Debug, Default)]
 struct SleepState {

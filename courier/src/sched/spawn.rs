@@ -1,0 +1,99 @@
+//! Where tasks start: spawning (onto the spawning worker's own deque, or
+//! the injector from outside), waking a worker for a new task, and
+//! starting the worker threads. The `Scheduler` methods that need to know
+//! which worker, if any, the calling thread is.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use parking_lot::Mutex;
+use std::thread;
+
+use async_task::Runnable;
+
+use super::join::JoinHandle;
+use super::scheduler::Scheduler;
+use super::worker;
+
+impl Scheduler {
+    /// Starts the worker threads and returns once each has run
+    /// `on_start(index)`, which runs first on every worker thread
+    /// (the runtime uses it to install its thread-local handle).
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        name: &str,
+        on_start: Arc<dyn Fn(usize) + Send + Sync>,
+    ) -> std::io::Result<()> {
+        let locals: Vec<_> = self.locals.lock().iter_mut().map(Option::take).collect();
+        // Wait until every worker has run `on_start`, so that what it
+        // records (the thread-local handle, the thread id) is there once
+        // `start` returns.
+        let started = Arc::new((Mutex::new(0usize), parking_lot::Condvar::new()));
+        let mut threads = self.threads.lock();
+        for (index, local) in locals.into_iter().enumerate() {
+            let local = local.expect("scheduler started twice");
+            let sched = Arc::clone(self);
+            let on_start = Arc::clone(&on_start);
+            let started = Arc::clone(&started);
+            let handle = thread::Builder::new()
+                .name(format!("{name}-worker-{index}"))
+                .spawn(move || {
+                    on_start(index);
+                    *started.0.lock() += 1;
+                    started.1.notify_all();
+                    worker::run(sched, index, local);
+                })?;
+            threads.push(handle);
+        }
+        let count = threads.len();
+        drop(threads);
+        let mut running = started.0.lock();
+        while *running < count {
+            started.1.wait(&mut running);
+        }
+        Ok(())
+    }
+
+    /// Spawns a task. It starts on the current worker's deque when called from
+    /// a worker of this scheduler, else on the injector.
+    pub(crate) fn spawn<F>(self: &Arc<Self>, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match worker::current_index(self) {
+            // Only this worker writes its count: no read-modify-write.
+            Some(index) => self.published[index].count_spawn(),
+            None => {
+                self.spawned.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let sched = Arc::clone(self);
+        let future = worker::count_finish(future);
+        let (runnable, task) = async_task::Builder::new()
+            .propagate_panic(true)
+            .spawn(move |_| future, move |runnable| sched.schedule(runnable));
+        runnable.schedule();
+        JoinHandle::new(task)
+    }
+
+    /// Puts a runnable task on a queue and wakes a worker for it.
+    fn schedule(&self, runnable: Runnable) {
+        match worker::push_local(self, runnable) {
+            // A lone worker that queued a task for itself is awake: it
+            // will find the task without being woken.
+            None if self.stealers.len() == 1 => return,
+            None => {}
+            Some(runnable) => self.injector.push(runnable),
+        }
+        self.sleep.notify_one(self.background());
+    }
+
+    /// The index of the calling thread among this scheduler's workers, if
+    /// it is one of them.
+    #[inline]
+    pub(crate) fn current_worker(&self) -> Option<usize> {
+        worker::current_index(self)
+    }
+}
