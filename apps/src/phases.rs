@@ -2,7 +2,8 @@
 //! flags that may change from phase to phase, and the per-phase report
 //! line with the network and task overheads of every locality.
 
-use courier::{BoxError, Coalescing, CountPolicy, CounterSet, Runtime, RuntimeArgs};
+use courier::counters::CounterSet;
+use courier::{BoxError, Coalescing, CountPolicy, Runtime, RuntimeArgs};
 
 /// Coalescing flags of an app whose hot action is coalesced with the count
 /// policy. `--coalescing` (of [`RuntimeArgs`]) gives the base setting.

@@ -58,7 +58,7 @@ extern crate self as courier;
 mod action;
 mod aggregate;
 mod clock;
-mod counters;
+pub mod counters;
 mod ids;
 mod launch;
 mod parcel;
@@ -70,9 +70,6 @@ mod transport;
 
 pub use action::Action;
 pub use aggregate::{BytePolicy, Coalescing, CountPolicy};
-pub use counters::{
-    CounterError, CounterFormat, CounterKind, CounterSet, CounterValue, Histogram, MetricsServer,
-};
 pub use courier_macros::action;
 pub use ids::{ActionId, LocalityId};
 pub use launch::{
@@ -96,6 +93,7 @@ pub mod __private {
     pub use crate::action::{ActionEntry, SlotCache};
     pub use inventory;
 
+    #[cfg(feature = "test-hooks")]
     /// Sends `body` as a raw frame (after the transport's headroom) to
     /// `dest`, bypassing encoding and the sender's size check: for testing
     /// how a locality handles malformed input.
@@ -109,6 +107,7 @@ pub mod __private {
         rt.inner().transport.send(dest, frame)
     }
 
+    #[cfg(feature = "test-hooks")]
     /// The frame header of a parcel frame from `source` (version, kind,
     /// source) for hand-built test frames.
     pub fn frame_header(source: crate::LocalityId) -> Vec<u8> {

@@ -5,7 +5,8 @@ mod common;
 
 use std::time::Duration;
 
-use courier::{Config, CounterFormat, CounterValue, Runtime};
+use courier::counters::{CounterFormat, CounterValue};
+use courier::{Config, Runtime};
 
 #[courier::action]
 fn take(_bytes: [u8; 16]) {}
@@ -487,7 +488,7 @@ fn poll_histogram_counts_every_poll() {
         assert!(v[0].value >= (M + 3) as f64, "{}", v[0].value);
         assert!(h.counts.iter().all(|&c| c >= 0.0));
         assert_eq!(h.sum, v[1].value, "sum of poll times = time/cumulative");
-        assert_eq!(v[0].kind, courier::CounterKind::Histogram);
+        assert_eq!(v[0].kind, courier::counters::CounterKind::Histogram);
         let err = rt
             .counters(["/threads/time/poll-distribution@5,1"])
             .unwrap_err()

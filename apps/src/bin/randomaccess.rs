@@ -266,11 +266,12 @@ fn lookahead_setting(cli: &Cli, p: u32) -> Option<Coalescing> {
     let num_parcels = (cli.lookahead / p).max(1);
     match cli.runtime.coalescing {
         Some(Coalescing::Off) => None,
-        Some(Coalescing::Bytes(policy)) => Some(Coalescing::Bytes(policy)),
         Some(Coalescing::Count(policy)) => Some(Coalescing::Count(CountPolicy {
             num_parcels,
             ..policy
         })),
+        // Any other policy bounds its buffers itself.
+        Some(other) => Some(other),
         None => Some(Coalescing::Count(CountPolicy {
             num_parcels,
             ..CountPolicy::DEFAULT

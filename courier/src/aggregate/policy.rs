@@ -45,6 +45,7 @@ use serde::{Deserialize, Serialize};
 /// assert!("bytes:threshold=0.9,cutoff=0.2".parse::<Coalescing>().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum Coalescing {
     /// Every parcel is sent as its own message, at once.
     Off,

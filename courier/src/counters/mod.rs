@@ -1,22 +1,38 @@
 //! Performance counters: named values that show where a program's time
-//! goes, queried by name on any locality (seed 003, HPX's counter framework).
+//! goes, queried by name on any locality, after HPX's counter framework
+//! (Grubel, Kaiser, Huck and Cook, *Using Intrinsic Performance Counters to
+//! Assess Efficiency in Task-based Parallel Applications*).
 //!
-//! - `name`: the HPX name grammar, wildcards, suggestions for misspellings.
-//! - `registry`: every counter type, its unit and help text, and how it is
-//!   sampled from a locality's statistics.
-//! - `traffic`: what a locality sent and received.
-//! - `perf`: hardware and kernel events of the workers (Linux perf events).
-//! - `set`: [`CounterSet`], evaluate and reset, local and remote.
-//! - `derived`: `/arithmetics/...` and `/statistics{...}/...` counters.
-//! - `print`: the `--print-counter` options and `--list-counters`.
-//! - `prometheus`: `/metrics` over HTTP ([`MetricsServer`]).
+//! ```
+//! use courier::{Config, Transport};
+//!
+//! let config = Config::new().localities(2).transport(Transport::Inproc);
+//! courier::launch(config, |rt| async move {
+//!     let mut set = rt.counters(["/parcels{locality#*/total}/count/sent"])?;
+//!     for value in set.evaluate(false).await? {
+//!         println!("{} = {}", value.name, value.value);
+//!     }
+//!     Ok(())
+//! })
+//! .unwrap();
+//! ```
+//!
+//! [`Runtime::counters`](crate::Runtime::counters) makes a [`CounterSet`]
+//! (HPX name grammar, wildcards, `/arithmetics/...` and
+//! `/statistics{...}/...` counters); [`Runtime::serve_metrics`](crate::Runtime::serve_metrics)
+//! serves every counter to Prometheus; `--print-counter` prints them
+//! ([`CounterFormat`]). The full list, with formulas, is in `COUNTERS.md`.
+//!
+//! Inside: `name` (the grammar), `registry` (every counter type and how it
+//! is sampled from a locality's `runtime::Metrics`), `set`,
+//! `value`, `derived`, `print`, `prometheus`.
 //!
 //! The sources are cheap enough to stay on: each worker counts in plain
 //! fields and publishes them to its own cache-line-aligned atomics at
 //! maintenance points (before parking and every few dozen tasks); traffic is
 //! counted with relaxed atomic adds per frame. A sample is therefore at
 //! most one maintenance interval behind a busy worker and exact for an idle
-//! one. The full list, with formulas, is in `COUNTERS.md`.
+//! one.
 
 mod derived;
 mod name;

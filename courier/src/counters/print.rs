@@ -15,6 +15,7 @@ use crate::runtime::Runtime;
 
 /// How printed counter values look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[non_exhaustive]
 pub enum CounterFormat {
     /// HPX's lines: `name,sequence,time,[s],value[,[unit]]`, and for
     /// histograms `,histogram=MIN:MAX:c0;c1;...` after them.

@@ -66,7 +66,7 @@ impl Histogram {
     /// in the bucket below or above the range, NaN without samples.
     ///
     /// ```
-    /// # use courier::Histogram;
+    /// # use courier::counters::Histogram;
     /// # fn check(h: &Histogram) {
     /// let median = h.quantile(0.5);
     /// # }

@@ -42,6 +42,7 @@ use crate::runtime::StateMaker;
 
 /// How localities talk to each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[non_exhaustive]
 pub enum Transport {
     /// Each locality is a process; frames travel over TCP sockets. The
     /// program starts its other localities itself unless a launcher did.
@@ -398,6 +399,7 @@ impl Config {
 /// assert_eq!(config.num_localities(), 3);
 /// ```
 #[derive(Debug, Clone, clap::Args)]
+#[non_exhaustive]
 pub struct RuntimeArgs {
     /// Number of localities (processes) [default: the program's, or COURIER_LOCALITIES].
     #[arg(long, value_name = "N")]
