@@ -157,6 +157,7 @@ fn plot(figure: Figure) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
+    courier::report_to_stderr();
     match Cli::parse().command {
         Command::Run {
             localities,

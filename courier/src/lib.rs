@@ -74,6 +74,7 @@ pub use courier_macros::action;
 pub use ids::{ActionId, LocalityId};
 pub use launch::{
     Config, DEFAULT_MAX_FRAME_BYTES, RuntimeArgs, Transport, launch, launch_spmd, launcher,
+    report_to_stderr,
 };
 pub use parcel::{BatchFuture, CallError, CallFuture};
 pub use runtime::{BoxError, Error, Runtime, Sleep, current, sleep, try_current, with_state};

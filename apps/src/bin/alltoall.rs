@@ -324,6 +324,7 @@ async fn run(rt: &Runtime) -> Result<(f64, u64), BoxError> {
 }
 
 fn main() -> ExitCode {
+    courier::report_to_stderr();
     let cli = Cli::parse();
     let (messages, ack_every, bytes) = (cli.messages, cli.ack_every, cli.bytes);
     let config = cli

@@ -90,6 +90,7 @@ async fn run(rt: &Runtime, cli: &Cli, seed: u64) -> Result<(f64, u64), BoxError>
 }
 
 fn main() -> ExitCode {
+    courier::report_to_stderr();
     let cli = Cli::parse();
     let table = cli.table as usize;
     let config = cli

@@ -147,6 +147,7 @@ async fn run(rt: &Runtime, cli: &Cli, seed: u64) -> Result<(f64, u64), BoxError>
 }
 
 fn main() -> ExitCode {
+    courier::report_to_stderr();
     let cli = Cli::parse();
     let (table, reads) = (u64::from(cli.table), cli.reads);
     let targets = if cli.mode == Mode::Posts {

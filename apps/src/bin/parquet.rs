@@ -121,6 +121,7 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    courier::report_to_stderr();
     let cli = Cli::parse();
     let config = cli.runtime.config(4);
     let transport = config.transport_kind();

@@ -255,6 +255,7 @@ async fn sparse_latency(rt: &Runtime, rounds: u32) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
+    courier::report_to_stderr();
     let cli = Cli::parse();
     let config = cli.runtime.config(2);
     let (iterations, max_bytes) = (cli.iterations, cli.max_bytes);

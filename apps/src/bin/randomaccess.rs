@@ -280,6 +280,7 @@ fn lookahead_setting(cli: &Cli, p: u32) -> Option<Coalescing> {
 }
 
 fn main() -> ExitCode {
+    courier::report_to_stderr();
     let cli = Cli::parse();
     let mut config = cli.runtime.config(2);
     let p = config.num_localities();

@@ -62,6 +62,7 @@ async fn phase(rt: &Runtime, parcels: u64) -> Result<u64, courier::CallError> {
 }
 
 fn main() -> ExitCode {
+    courier::report_to_stderr();
     let cli = Cli::parse();
     let config = cli.runtime.config(2);
     let transport = config.transport_kind();

@@ -247,7 +247,7 @@ impl Statistics {
             });
         if let Err(e) = spawned {
             // The counter then stays at its first value of 0.
-            eprintln!("courier: counters: cannot start the sampler of {name}: {e}");
+            tracing::error!("counters: cannot start the sampler of {name}: {e}");
         }
         Statistics {
             name,

@@ -131,7 +131,7 @@ fn serve(listener: TcpListener, mut set: CounterSet, stop: &AtomicBool) {
         }
         let Ok(stream) = stream else { continue };
         if let Err(e) = answer(stream, &mut set) {
-            eprintln!("courier: metrics: {e}");
+            tracing::warn!("metrics: {e}");
         }
     }
 }

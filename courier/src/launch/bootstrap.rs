@@ -116,13 +116,11 @@ pub(crate) fn serve(
             pid,
         }) = registered
         else {
-            eprintln!(
-                "courier: rendezvous: ignored a connection from {from} that did not register"
-            );
+            tracing::warn!("rendezvous: ignored a connection from {from} that did not register");
             continue;
         };
         if !secret.matches(theirs.as_bytes()) {
-            eprintln!("courier: rendezvous: rejected a connection from {from}: wrong job secret");
+            tracing::warn!("rendezvous: rejected a connection from {from}: wrong job secret");
             continue;
         }
         let refusal = if their_count != count {

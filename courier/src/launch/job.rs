@@ -149,10 +149,7 @@ fn wait_child(rank: LocalityId, mut child: Child, deadline: Instant) -> String {
             Ok(Some(status)) => return format!("process {} exited with {status}", child.id()),
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
             Ok(None) => {
-                eprintln!(
-                    "courier: {rank} (process {}) did not exit; killing it",
-                    child.id()
-                );
+                tracing::warn!("{rank} (process {}) did not exit; killing it", child.id());
                 let _ = child.kill();
                 let _ = child.wait();
                 return format!("process {} had to be killed", child.id());

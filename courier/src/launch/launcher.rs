@@ -115,7 +115,7 @@ fn wait_all(mut children: Vec<(LocalityId, Child)>) -> Result<ExitStatus, Error>
         }
         if grace_ends.is_some_and(|t| std::time::Instant::now() > t) {
             for (rank, child) in &mut children {
-                eprintln!("courier run: killing {rank}, which did not stop after the job failed");
+                tracing::warn!("killing {rank}, which did not stop after the job failed");
                 let _ = child.kill();
             }
         }

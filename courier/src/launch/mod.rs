@@ -15,9 +15,11 @@ mod bootstrap;
 mod config;
 mod job;
 pub mod launcher;
+mod log;
 mod mpi_job;
 mod role;
 mod run;
 
 pub use config::{Config, DEFAULT_MAX_FRAME_BYTES, RuntimeArgs, Transport};
+pub use log::report_to_stderr;
 pub use run::{launch, launch_spmd};

@@ -152,7 +152,11 @@ pub(super) fn serve_until_shutdown(locality: &Arc<Locality>) -> i32 {
         // Losing another locality fails the calls that involve it; the root,
         // connected to every locality, sees the loss too and ends the job.
         if let Some((_, why)) = control.lost.iter().find(|(l, _)| *l == LocalityId::ROOT) {
-            report!(locality.here, "stopping: lost the root locality: {why}");
+            report!(
+                error,
+                locality.here,
+                "stopping: lost the root locality: {why}"
+            );
             return 1;
         }
         if control.shutdown_requested {
@@ -163,6 +167,7 @@ pub(super) fn serve_until_shutdown(locality: &Arc<Locality>) -> i32 {
     drop(control);
     if !locality.transport.flush(&**locality, FLUSH_TIMEOUT) {
         report!(
+            warn,
             locality.here,
             "could not send its last frames within {FLUSH_TIMEOUT:?}"
         );

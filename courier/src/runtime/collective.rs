@@ -81,7 +81,7 @@ impl Locality {
             .name(format!("courier-{}-quiesce", self.here.get()))
             .spawn(move || locality.answer_quiet_requests());
         if let Err(e) = started {
-            report!(self.here, "cannot start the quiescence thread: {e}");
+            report!(error, self.here, "cannot start the quiescence thread: {e}");
             self.collectives
                 .fail(&format!("cannot start the quiescence thread: {e}"));
         }
@@ -138,6 +138,7 @@ impl Locality {
             | Control::QuiesceRequest { .. }
             | Control::QuiesceDone { .. } => {
                 report!(
+                    warn,
                     self.here,
                     "ignored a collective message from {source} that only the root may send or receive"
                 );

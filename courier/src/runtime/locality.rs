@@ -23,10 +23,12 @@ use crate::parcel::{
 use crate::sched::Scheduler;
 use crate::transport::Transport;
 
-/// Prints a runtime message on standard error, prefixed with the locality.
+/// Reports what happened to locality `$here` through `tracing` at
+/// `$level` (`warn`, `error`, `info`): `locality#N: message`. Courier
+/// prints nothing itself; see `report_to_stderr`.
 macro_rules! report {
-    ($here:expr, $($arg:tt)*) => {
-        eprintln!("courier: {}: {}", $here, format_args!($($arg)*))
+    ($level:ident, $here:expr, $($arg:tt)*) => {
+        tracing::$level!("{}: {}", $here, format_args!($($arg)*))
     };
 }
 pub(crate) use report;

@@ -100,7 +100,7 @@ impl Sink for Locality {
         {
             return;
         }
-        report!(self.here, "lost {peer}: {reason}");
+        report!(warn, self.here, "lost {peer}: {reason}");
         self.pending.fail_peer(peer, &reason);
         self.collectives.fail(&format!("{peer} was lost: {reason}"));
         control.lost.push((peer, reason));

@@ -78,6 +78,10 @@ impl CallSite for Locality {
 impl Locality {
     /// Reports a failed call that nobody waits for.
     fn report_failure(&self, action: &str, error: &RemoteError) {
-        report!(self.here, "a posted call of `{action}` failed: {error:?}");
+        report!(
+            error,
+            self.here,
+            "a posted call of `{action}` failed: {error:?}"
+        );
     }
 }

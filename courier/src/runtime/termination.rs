@@ -94,6 +94,7 @@ pub(crate) fn run_waves(root: &Locality, done: fn(&[ActivityCounts]) -> bool) ->
                     .map(ToString::to_string)
                     .collect();
                 report!(
+                    info,
                     root.here,
                     "still waiting for {} to answer the termination check after {:.0?}",
                     missing.join(", "),
@@ -113,6 +114,7 @@ pub(crate) fn run_waves(root: &Locality, done: fn(&[ActivityCounts]) -> bool) ->
         }
         if Instant::now() >= next_report {
             report!(
+                info,
                 root.here,
                 "waiting for the job to become idle ({:.0?}): {:?}",
                 started.elapsed(),
