@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use courier::{Config, Transport};
+use courier::{Config, TransportKind};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 /// Tasks spawned before the spawner awaits them: keeps the working set in
@@ -22,7 +22,7 @@ fn spawn_empty_tasks(n: u64, workers: usize, read_counters: bool) -> Duration {
     let config = Config::new()
         .localities(1)
         .workers(workers)
-        .transport(Transport::Inproc);
+        .transport(TransportKind::Inproc);
     courier::launch(config, move |rt| async move {
         let stop = Arc::new(AtomicBool::new(false));
         let reader = read_counters.then(|| {

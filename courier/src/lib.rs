@@ -7,16 +7,16 @@
 //! future.
 //!
 //! ```
-//! use courier::{Config, Transport};
+//! use courier::{Config, TransportKind};
 //!
 //! #[courier::action]
 //! fn add(a: u64, b: u64) -> u64 {
 //!     a + b
 //! }
 //!
-//! // `Transport::Inproc` keeps the example in one process; the default
+//! // `TransportKind::Inproc` keeps the example in one process; the default
 //! // (TCP) starts the other localities as processes of this same program.
-//! let config = Config::new().localities(2).transport(Transport::Inproc);
+//! let config = Config::new().localities(2).transport(TransportKind::Inproc);
 //! let sum = courier::launch(config, |rt| async move {
 //!     let other = rt.locality(1);
 //!     Ok(rt.call(other, add, (40, 2)).await?)
@@ -72,9 +72,10 @@ pub use action::Action;
 pub use aggregate::{BytePolicy, Coalescing, CountPolicy};
 pub use courier_macros::action;
 pub use ids::{ActionId, LocalityId};
+#[cfg(feature = "cli")]
+pub use launch::RuntimeArgs;
 pub use launch::{
-    Config, DEFAULT_MAX_FRAME_BYTES, RuntimeArgs, Transport, launch, launch_spmd, launcher,
-    report_to_stderr,
+    Config, DEFAULT_MAX_FRAME_BYTES, TransportKind, launch, launch_spmd, launcher, report_to_stderr,
 };
 pub use parcel::{BatchFuture, CallError, CallFuture};
 pub use runtime::{BoxError, Error, Runtime, Sleep, current, sleep, try_current, with_state};
@@ -83,7 +84,7 @@ pub use sched::{JoinHandle, YieldNow, yield_now};
 /// The names most programs need: `use courier::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Action, CallError, Coalescing, Config, LocalityId, Runtime, Transport, action, launch,
+        Action, CallError, Coalescing, Config, LocalityId, Runtime, TransportKind, action, launch,
     };
 }
 

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use courier::{Action, Config, Error, LocalityId, Transport};
+use courier::{Action, Config, Error, LocalityId, TransportKind};
 
 #[courier::action]
 fn explode(message: String) -> u32 {
@@ -336,15 +336,15 @@ fn bad_configuration_is_a_clear_error() {
     assert!(err.to_string().contains("worker"), "{err}");
     assert!(
         "udp"
-            .parse::<Transport>()
+            .parse::<TransportKind>()
             .unwrap_err()
             .to_string()
             .contains("udp")
     );
-    assert_eq!("mpi".parse::<Transport>().unwrap(), Transport::Mpi);
+    assert_eq!("mpi".parse::<TransportKind>().unwrap(), TransportKind::Mpi);
     #[cfg(not(feature = "mpi"))]
     {
-        let config = Config::new().localities(2).transport(Transport::Mpi);
+        let config = Config::new().localities(2).transport(TransportKind::Mpi);
         let err = courier::launch(config, |_rt| async { Ok(()) }).unwrap_err();
         assert!(
             err.to_string().contains("without Courier's `mpi` feature"),

@@ -3,7 +3,7 @@
 mod common;
 
 use courier::launcher::Launcher;
-use courier::{Config, Transport};
+use courier::{Config, TransportKind};
 
 #[courier::action]
 fn rank_squared() -> u32 {
@@ -13,13 +13,16 @@ fn rank_squared() -> u32 {
 
 /// The job body: run only inside a launched process (COURIER_RANK set).
 fn job() {
-    let result = courier::launch(Config::new().transport(Transport::Tcp), |rt| async move {
-        let mut total = 0;
-        for l in rt.localities() {
-            total += rt.call(l, rank_squared, ()).await?;
-        }
-        Ok((rt.num_localities(), total))
-    });
+    let result = courier::launch(
+        Config::new().transport(TransportKind::Tcp),
+        |rt| async move {
+            let mut total = 0;
+            for l in rt.localities() {
+                total += rt.call(l, rank_squared, ()).await?;
+            }
+            Ok((rt.num_localities(), total))
+        },
+    );
     // Only locality 0 gets here.
     assert_eq!(result.unwrap(), (3, 1 + 4));
 }

@@ -4,9 +4,9 @@
 //! Assess Efficiency in Task-based Parallel Applications*).
 //!
 //! ```
-//! use courier::{Config, Transport};
+//! use courier::{Config, TransportKind};
 //!
-//! let config = Config::new().localities(2).transport(Transport::Inproc);
+//! let config = Config::new().localities(2).transport(TransportKind::Inproc);
 //! courier::launch(config, |rt| async move {
 //!     let mut set = rt.counters(["/parcels{locality#*/total}/count/sent"])?;
 //!     for value in set.evaluate(false).await? {

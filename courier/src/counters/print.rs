@@ -14,7 +14,8 @@ use super::value::{CounterValue, Histogram};
 use crate::runtime::Runtime;
 
 /// How printed counter values look.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[non_exhaustive]
 pub enum CounterFormat {
     /// HPX's lines: `name,sequence,time,[s],value[,[unit]]`, and for

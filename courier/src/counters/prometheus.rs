@@ -76,11 +76,11 @@ impl Runtime {
     ///
     /// ```
     /// use std::io::{Read, Write};
-    /// use courier::{Config, Transport};
+    /// use courier::{Config, TransportKind};
     ///
     /// // Two workers: the main task blocks one of them while it waits for
     /// // the scrape, and the scrape needs a worker to sample locality 0.
-    /// let config = Config::new().localities(2).workers(2).transport(Transport::Inproc);
+    /// let config = Config::new().localities(2).workers(2).transport(TransportKind::Inproc);
     /// courier::launch(config, |rt| async move {
     ///     let server = rt.serve_metrics("127.0.0.1:0".parse()?)?;
     ///     let body = std::thread::spawn(move || {

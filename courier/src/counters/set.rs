@@ -50,12 +50,12 @@ pub enum CounterError {
 /// # Examples
 ///
 /// ```
-/// use courier::{Config, Transport};
+/// use courier::{Config, TransportKind};
 ///
 /// #[courier::action]
 /// fn noop() {}
 ///
-/// courier::launch(Config::new().localities(2).transport(Transport::Inproc), |rt| async move {
+/// courier::launch(Config::new().localities(2).transport(TransportKind::Inproc), |rt| async move {
 ///     let mut set = rt.counters(["/parcels{locality#0/total}/count/sent"])?;
 ///     set.reset().await?;
 ///     for _ in 0..10 {

@@ -41,9 +41,10 @@ use crate::runtime::LocalitySettings as Settings;
 use crate::runtime::StateMaker;
 
 /// How localities talk to each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[non_exhaustive]
-pub enum Transport {
+pub enum TransportKind {
     /// Each locality is a process; frames travel over TCP sockets. The
     /// program starts its other localities itself unless a launcher did.
     #[default]
@@ -57,14 +58,14 @@ pub enum Transport {
     Mpi,
 }
 
-impl FromStr for Transport {
+impl FromStr for TransportKind {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Error> {
         match s {
-            "tcp" => Ok(Transport::Tcp),
-            "inproc" => Ok(Transport::Inproc),
-            "mpi" => Ok(Transport::Mpi),
+            "tcp" => Ok(TransportKind::Tcp),
+            "inproc" => Ok(TransportKind::Inproc),
+            "mpi" => Ok(TransportKind::Mpi),
             other => Err(Error::Config(format!(
                 "unknown transport `{other}`: expected `tcp`, `inproc` or `mpi`"
             ))),
@@ -80,16 +81,16 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 1 << 30;
 /// # Examples
 ///
 /// ```
-/// use courier::{Config, Transport};
+/// use courier::{Config, TransportKind};
 ///
-/// let config = Config::new().localities(4).transport(Transport::Inproc).workers(1);
+/// let config = Config::new().localities(4).transport(TransportKind::Inproc).workers(1);
 /// assert_eq!(config.num_localities(), 4);
 /// ```
 #[derive(Debug, Clone)]
 pub struct Config {
     pub(crate) localities: u32,
     pub(crate) localities_explicit: bool,
-    pub(crate) transport: Transport,
+    pub(crate) transport: TransportKind,
     /// Whether the transport was chosen (environment or builder), so that
     /// a process started by `mpirun` does not switch to MPI behind it.
     pub(crate) transport_explicit: bool,
@@ -164,7 +165,7 @@ impl Config {
     /// [`Runtime::state`](crate::Runtime::state) or [`with_state`](crate::with_state). A second
     /// state of the same type replaces the first.
     ///
-    /// Each locality has its own state, also under `Transport::Inproc`, where
+    /// Each locality has its own state, also under `TransportKind::Inproc`, where
     /// a `static` would be shared by every locality of the process. `T` must
     /// be `Sync`: every worker of the locality may use it at once.
     pub fn state<T: Send + Sync + 'static>(
@@ -185,7 +186,7 @@ impl Config {
     }
 
     /// Sets the transport.
-    pub fn transport(mut self, transport: Transport) -> Self {
+    pub fn transport(mut self, transport: TransportKind) -> Self {
         self.transport = transport;
         self.transport_explicit = true;
         self
@@ -334,9 +335,9 @@ impl Config {
 
     /// The transport the job will use: the configured one, or MPI when an
     /// MPI launcher started this process and no transport was set.
-    pub fn transport_kind(&self) -> Transport {
+    pub fn transport_kind(&self) -> TransportKind {
         if !self.transport_explicit && super::job::launched_by_mpi() {
-            Transport::Mpi
+            TransportKind::Mpi
         } else {
             self.transport
         }
@@ -374,127 +375,5 @@ impl Config {
             let cores = std::thread::available_parallelism().map_or(1, usize::from);
             (cores / local.max(1) as usize).max(1)
         })
-    }
-}
-
-/// The runtime's command-line flags, to embed in a program's own
-/// [`clap`] parser with `#[command(flatten)]`.
-///
-/// # Examples
-///
-/// ```
-/// use clap::Parser;
-///
-/// #[derive(Parser)]
-/// struct Cli {
-///     #[command(flatten)]
-///     runtime: courier::RuntimeArgs,
-///     /// Something of the program's own.
-///     #[arg(long, default_value_t = 10)]
-///     iterations: u32,
-/// }
-///
-/// let cli = Cli::parse_from(["prog", "--localities", "3", "--transport", "inproc"]);
-/// let config = cli.runtime.config(2);
-/// assert_eq!(config.num_localities(), 3);
-/// ```
-#[derive(Debug, Clone, clap::Args)]
-#[non_exhaustive]
-pub struct RuntimeArgs {
-    /// Number of localities (processes) [default: the program's, or COURIER_LOCALITIES].
-    #[arg(long, value_name = "N")]
-    pub localities: Option<u32>,
-    /// How localities talk [default: tcp, or COURIER_TRANSPORT].
-    #[arg(long, value_enum)]
-    pub transport: Option<Transport>,
-    /// Worker threads per locality [default: cores ÷ localities on this host].
-    #[arg(long, value_name = "N")]
-    pub workers: Option<usize>,
-    /// IP address to listen on and advertise [default: 127.0.0.1].
-    #[arg(long, value_name = "IP")]
-    pub listen: Option<IpAddr>,
-    /// Print this counter at the end (and every --print-counter-interval); repeatable.
-    #[arg(long, value_name = "NAME")]
-    pub print_counter: Vec<String>,
-    /// Print this counter and reset it after each print; repeatable.
-    #[arg(long, value_name = "NAME")]
-    pub print_counter_reset: Vec<String>,
-    /// Milliseconds between counter prints (0: only at the end).
-    #[arg(long, value_name = "MS", default_value_t = 0)]
-    pub print_counter_interval: u64,
-    /// Where printed counters go: a file, or - for standard output.
-    #[arg(long, value_name = "FILE|-", default_value = "-")]
-    pub print_counter_destination: PathBuf,
-    /// Format of printed counters.
-    #[arg(long, value_enum, default_value_t = CounterFormat::Text)]
-    pub print_counter_format: CounterFormat,
-    /// Coalescing of every action (but those marked `coalescing = false`):
-    /// off, on, count[:num_parcels=N,interval_us=N,max_bytes=N] or
-    /// bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N]
-    /// [default: count, or COURIER_COALESCING].
-    #[arg(long, value_name = "SPEC")]
-    pub coalescing: Option<Coalescing>,
-    /// Coalescing of one action: ACTION=SPEC, ACTION its
-    /// full path or a unique `::` suffix (repeatable).
-    #[arg(long, value_name = "ACTION=SPEC", value_parser = parse_action_setting)]
-    pub coalesce_action: Vec<(String, Coalescing)>,
-    /// List every counter type with its unit and help, then exit.
-    #[arg(long)]
-    pub list_counters: bool,
-    /// Serve every counter at http://ADDR/metrics (Prometheus text format).
-    #[arg(long, value_name = "ADDR")]
-    pub counters_http: Option<SocketAddr>,
-}
-
-/// `ACTION=SPEC` of `--coalesce-action`.
-fn parse_action_setting(s: &str) -> Result<(String, Coalescing), String> {
-    let (name, spec) = s
-        .split_once('=')
-        .ok_or_else(|| format!("`{s}` is not ACTION=SPEC"))?;
-    Ok((name.trim().to_owned(), spec.parse()?))
-}
-
-impl RuntimeArgs {
-    /// The configuration: defaults, then environment, then these flags.
-    /// `default_localities` applies when neither a flag nor
-    /// `COURIER_LOCALITIES` gives the number.
-    pub fn config(&self, default_localities: u32) -> Config {
-        let mut config = Config::new();
-        if std::env::var_os("COURIER_LOCALITIES").is_none() {
-            config.localities = default_localities;
-        }
-        if let Some(n) = self.localities {
-            config = config.localities(n);
-        }
-        if let Some(t) = self.transport {
-            config = config.transport(t);
-        }
-        if let Some(w) = self.workers {
-            config = config.workers(w);
-        }
-        if let Some(ip) = self.listen {
-            config = config.listen(ip);
-        }
-        if let Some(c) = self.coalescing {
-            config = config.coalescing(c);
-        }
-        for (name, setting) in &self.coalesce_action {
-            config = config.coalesce_action(name.clone(), *setting);
-        }
-        for name in &self.print_counter {
-            config = config.print_counter(name.clone());
-        }
-        for name in &self.print_counter_reset {
-            config = config.print_counter_reset(name.clone());
-        }
-        config = config
-            .print_counter_interval(Duration::from_millis(self.print_counter_interval))
-            .print_counter_destination(self.print_counter_destination.clone())
-            .print_counter_format(self.print_counter_format)
-            .list_counters(self.list_counters);
-        if let Some(addr) = self.counters_http {
-            config = config.counters_http(addr);
-        }
-        config
     }
 }

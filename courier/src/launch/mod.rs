@@ -11,6 +11,8 @@
 //! - `mpi_job`: joining an MPI job (`mpirun`, `srun`; the `mpi` feature).
 //! - [`launcher`]: what `courier run` uses to start a job.
 
+#[cfg(feature = "cli")]
+mod args;
 mod bootstrap;
 mod config;
 mod job;
@@ -20,6 +22,8 @@ mod mpi_job;
 mod role;
 mod run;
 
-pub use config::{Config, DEFAULT_MAX_FRAME_BYTES, RuntimeArgs, Transport};
+#[cfg(feature = "cli")]
+pub use args::RuntimeArgs;
+pub use config::{Config, DEFAULT_MAX_FRAME_BYTES, TransportKind};
 pub use log::report_to_stderr;
 pub use run::{launch, launch_spmd};

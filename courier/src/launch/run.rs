@@ -26,7 +26,7 @@ use super::job::{Children, JobEnv};
 #[cfg(feature = "mpi")]
 use super::mpi_job;
 use super::role::{Main, MainFuture, run_member, run_root, serve_until_shutdown};
-use super::{Config, Transport};
+use super::{Config, TransportKind};
 use crate::action::registry;
 use crate::counters::list_counters;
 use crate::ids::LocalityId;
@@ -53,14 +53,14 @@ const CHILD_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// # Examples
 ///
 /// ```
-/// use courier::{Config, Transport};
+/// use courier::{Config, TransportKind};
 ///
 /// #[courier::action]
 /// fn hello(name: String) -> String {
 ///     format!("hello {name} from {}", courier::current().here())
 /// }
 ///
-/// let greeting = courier::launch(Config::new().localities(2).transport(Transport::Inproc), |rt| async move {
+/// let greeting = courier::launch(Config::new().localities(2).transport(TransportKind::Inproc), |rt| async move {
 ///     Ok(rt.call(rt.locality(1), hello, ("you".to_owned(),)).await?)
 /// })
 /// .unwrap();
@@ -82,7 +82,7 @@ where
 ///
 /// Code after `launch_spmd` runs on every locality of a multi-process job
 /// (each process continues with its own result); under
-/// `Transport::Inproc` only the root's result is returned. The localities
+/// `TransportKind::Inproc` only the root's result is returned. The localities
 /// synchronize with the collectives of [`Runtime`] ([`barrier`](Runtime::barrier),
 /// [`all_reduce`](Runtime::all_reduce), [`quiesce`](Runtime::quiesce)).
 ///
@@ -95,7 +95,7 @@ where
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
-/// use courier::{Config, Transport};
+/// use courier::{Config, TransportKind};
 ///
 /// struct Count(AtomicU64);
 ///
@@ -106,7 +106,7 @@ where
 ///
 /// let config = Config::new()
 ///     .localities(4)
-///     .transport(Transport::Inproc)
+///     .transport(TransportKind::Inproc)
 ///     .state(|_, _| Count(AtomicU64::new(0)));
 /// let total = courier::launch_spmd(config, |rt| async move {
 ///     // Every locality bumps every locality ten times...
@@ -149,17 +149,17 @@ fn start<T: Send + 'static>(config: Config, main: Main<'_, T>) -> Result<T, Erro
         config.transport_kind()
     };
     match (transport, job) {
-        (Transport::Inproc | Transport::Mpi, Some(_)) => Err(Error::Config(format!(
+        (TransportKind::Inproc | TransportKind::Mpi, Some(_)) => Err(Error::Config(format!(
             "COURIER_RANK is set (a launcher started this process) but the transport is {transport:?}"
         ))),
-        (Transport::Inproc, None) => run_threads(&config, main),
-        (Transport::Tcp, None) if config.localities == 1 => run_threads(&config, main),
-        (Transport::Tcp, None) => self_launch(&config, main),
-        (Transport::Tcp, Some(job)) => join(&config, &job, main),
+        (TransportKind::Inproc, None) => run_threads(&config, main),
+        (TransportKind::Tcp, None) if config.localities == 1 => run_threads(&config, main),
+        (TransportKind::Tcp, None) => self_launch(&config, main),
+        (TransportKind::Tcp, Some(job)) => join(&config, &job, main),
         #[cfg(feature = "mpi")]
-        (Transport::Mpi, None) => mpi_job::join_mpi(&config, main),
+        (TransportKind::Mpi, None) => mpi_job::join_mpi(&config, main),
         #[cfg(not(feature = "mpi"))]
-        (Transport::Mpi, None) => Err(Error::Config(
+        (TransportKind::Mpi, None) => Err(Error::Config(
             "this process was started by an MPI launcher (or asked for --transport mpi), but the \
              program was built without Courier's `mpi` feature: rebuild with `--features courier/mpi`"
                 .into(),

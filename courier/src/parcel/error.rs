@@ -42,14 +42,14 @@ pub(crate) enum Failure {
 /// # Examples
 ///
 /// ```
-/// use courier::{Config, Transport};
+/// use courier::{Config, TransportKind};
 ///
 /// #[courier::action]
 /// fn explode() -> u32 {
 ///     panic!("boom")
 /// }
 ///
-/// courier::launch(Config::new().localities(2).transport(Transport::Inproc), |rt| async move {
+/// courier::launch(Config::new().localities(2).transport(TransportKind::Inproc), |rt| async move {
 ///     let err = rt.call(rt.locality(1), explode, ()).await.unwrap_err();
 ///     assert!(err.is_panic());
 ///     assert_eq!(err.panic_message(), Some("boom"));

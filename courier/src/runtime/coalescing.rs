@@ -37,12 +37,12 @@ impl Runtime {
     /// # Examples
     ///
     /// ```
-    /// use courier::{Coalescing, CountPolicy, Config, Transport};
+    /// use courier::{Coalescing, CountPolicy, Config, TransportKind};
     ///
     /// #[courier::action]
     /// fn add(a: u64, b: u64) -> u64 { a + b }
     ///
-    /// let config = Config::new().localities(2).transport(Transport::Inproc);
+    /// let config = Config::new().localities(2).transport(TransportKind::Inproc);
     /// let sum = courier::launch(config, |rt| async move {
     ///     let policy = CountPolicy { num_parcels: 16, interval_us: 200, ..CountPolicy::DEFAULT };
     ///     rt.set_coalescing(add, Coalescing::Count(policy))?;

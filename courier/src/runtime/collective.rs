@@ -247,10 +247,10 @@ impl Runtime {
     /// # Examples
     ///
     /// ```
-    /// use courier::{Config, Transport};
+    /// use courier::{Config, TransportKind};
     ///
     /// // Every locality runs the main function (SPMD).
-    /// let sum = courier::launch_spmd(Config::new().localities(3).transport(Transport::Inproc), |rt| async move {
+    /// let sum = courier::launch_spmd(Config::new().localities(3).transport(TransportKind::Inproc), |rt| async move {
     ///     let mine = u64::from(rt.here().get()) + 1;
     ///     Ok(rt.all_reduce(mine, |a, b| a + b).await?)
     /// })

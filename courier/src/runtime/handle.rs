@@ -17,14 +17,14 @@ use crate::sched::JoinHandle;
 /// # Examples
 ///
 /// ```
-/// use courier::{Config, Transport};
+/// use courier::{Config, TransportKind};
 ///
 /// #[courier::action]
 /// fn square(x: u64) -> u64 {
 ///     x * x
 /// }
 ///
-/// let sum = courier::launch(Config::new().localities(3).transport(Transport::Inproc), |rt| async move {
+/// let sum = courier::launch(Config::new().localities(3).transport(TransportKind::Inproc), |rt| async move {
 ///     let mut sum = 0;
 ///     for l in rt.localities() {
 ///         sum += rt.call(l, square, (u64::from(l.get()) + 1,)).await?;
@@ -104,12 +104,12 @@ pub(crate) fn with_current_locality<R>(f: impl FnOnce(Option<&Locality>) -> R) -
 /// # Examples
 ///
 /// ```
-/// # use courier::{Config, Transport};
+/// # use courier::{Config, TransportKind};
 /// #[courier::action]
 /// fn where_am_i() -> u32 {
 ///     courier::current().here().get()
 /// }
-/// # courier::launch(Config::new().localities(2).transport(Transport::Inproc), |rt| async move {
+/// # courier::launch(Config::new().localities(2).transport(TransportKind::Inproc), |rt| async move {
 /// #     assert_eq!(rt.call(rt.locality(1), where_am_i, ()).await?, 1);
 /// #     Ok(())
 /// # }).unwrap();

@@ -83,7 +83,7 @@ impl Runtime {
     /// # Examples
     ///
     /// ```
-    /// use courier::{Config, Transport};
+    /// use courier::{Config, TransportKind};
     ///
     /// #[courier::action]
     /// fn produce(n: u32) -> Vec<u32> {
@@ -95,7 +95,7 @@ impl Runtime {
     ///     v.iter().sum()
     /// }
     ///
-    /// courier::launch(Config::new().localities(3).transport(Transport::Inproc), |rt| async move {
+    /// courier::launch(Config::new().localities(3).transport(TransportKind::Inproc), |rt| async move {
     ///     let sum = rt.call_then(rt.locality(1), produce, (5,), rt.locality(2), total).await?;
     ///     assert_eq!(sum, 10);
     ///     Ok(())
@@ -141,14 +141,14 @@ impl Runtime {
     /// # Examples
     ///
     /// ```
-    /// use courier::{Config, Transport};
+    /// use courier::{Config, TransportKind};
     ///
     /// #[courier::action]
     /// fn square(x: u64) -> u64 {
     ///     x * x
     /// }
     ///
-    /// let squares = courier::launch(Config::new().localities(2).transport(Transport::Inproc), |rt| async move {
+    /// let squares = courier::launch(Config::new().localities(2).transport(TransportKind::Inproc), |rt| async move {
     ///     let calls = (0..10u64).map(|i| (rt.locality((i % 2) as u32), (i,)));
     ///     Ok(rt.call_batch(square, calls).await?)
     /// })

@@ -2,7 +2,7 @@
 //! start-up ([`Config::state`](crate::Config::state)) and its actions read
 //! ([`Runtime::state`], [`with_state`]). Unlike a `static`, each locality has
 //! its own, also when localities are threads of one process
-//! (`Transport::Inproc`).
+//! (`TransportKind::Inproc`).
 
 use super::Runtime;
 use super::handle::with_current_locality;
@@ -26,7 +26,7 @@ impl Runtime {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
-    /// use courier::{Config, Transport};
+    /// use courier::{Config, TransportKind};
     ///
     /// /// How many hits this locality took.
     /// struct Hits(AtomicU64);
@@ -43,7 +43,7 @@ impl Runtime {
     ///
     /// let config = Config::new()
     ///     .localities(2)
-    ///     .transport(Transport::Inproc)
+    ///     .transport(TransportKind::Inproc)
     ///     .state(|_, _| Hits(AtomicU64::new(0)));
     /// let total = courier::launch(config, |rt| async move {
     ///     for _ in 0..10 {

@@ -21,7 +21,7 @@ use super::locality::Locality;
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// # courier::launch(courier::Config::new().transport(courier::Transport::Inproc), |rt| async move {
+/// # courier::launch(courier::Config::new().transport(courier::TransportKind::Inproc), |rt| async move {
 /// let start = Instant::now();
 /// courier::sleep(Duration::from_millis(5)).await;
 /// assert!(start.elapsed() >= Duration::from_millis(5));

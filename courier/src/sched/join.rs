@@ -18,9 +18,9 @@ use std::task::{Context, Poll};
 /// # Examples
 ///
 /// ```
-/// use courier::{Config, Transport};
+/// use courier::{Config, TransportKind};
 ///
-/// let out = courier::launch(Config::new().localities(1).transport(Transport::Inproc), |rt| async move {
+/// let out = courier::launch(Config::new().localities(1).transport(TransportKind::Inproc), |rt| async move {
 ///     let child = rt.spawn(async { 6 * 7 });
 ///     Ok(child.await)
 /// })

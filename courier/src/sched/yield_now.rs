@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 /// # Examples
 ///
 /// ```
-/// # courier::launch(courier::Config::new().transport(courier::Transport::Inproc), |rt| async move {
+/// # courier::launch(courier::Config::new().transport(courier::TransportKind::Inproc), |rt| async move {
 /// let mut sum = 0u64;
 /// for i in 0..10_000u64 {
 ///     sum += i;

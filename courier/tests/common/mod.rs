@@ -10,19 +10,19 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use courier::{Config, Transport};
+use courier::{Config, TransportKind};
 
 /// A TCP job of `n` processes for the test function `name`.
 pub fn tcp(name: &str, n: u32) -> Config {
     Config::new()
         .localities(n)
-        .transport(Transport::Tcp)
+        .transport(TransportKind::Tcp)
         .child_args(["--exact", name, "--nocapture", "--test-threads=1"])
 }
 
 /// An in-process job of `n` localities.
 pub fn inproc(n: u32) -> Config {
-    Config::new().localities(n).transport(Transport::Inproc)
+    Config::new().localities(n).transport(TransportKind::Inproc)
 }
 
 /// Says that a test cannot run its case because `what` is missing, and

@@ -1,0 +1,133 @@
+//! [`RuntimeArgs`]: the runtime's command-line flags (feature `cli`, on
+//! by default), mapped onto the same [`Config`] fields as the `COURIER_*`
+//! variables.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{Config, TransportKind};
+use crate::aggregate::Coalescing;
+use crate::counters::CounterFormat;
+
+/// The runtime's command-line flags, to embed in a program's own
+/// [`clap`] parser with `#[command(flatten)]`.
+///
+/// # Examples
+///
+/// ```
+/// use clap::Parser;
+///
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[command(flatten)]
+///     runtime: courier::RuntimeArgs,
+///     /// Something of the program's own.
+///     #[arg(long, default_value_t = 10)]
+///     iterations: u32,
+/// }
+///
+/// let cli = Cli::parse_from(["prog", "--localities", "3", "--transport", "inproc"]);
+/// let config = cli.runtime.config(2);
+/// assert_eq!(config.num_localities(), 3);
+/// ```
+#[derive(Debug, Clone, clap::Args)]
+#[non_exhaustive]
+pub struct RuntimeArgs {
+    /// Number of localities (processes) [default: the program's, or COURIER_LOCALITIES].
+    #[arg(long, value_name = "N")]
+    pub localities: Option<u32>,
+    /// How localities talk [default: tcp, or COURIER_TRANSPORT].
+    #[arg(long, value_enum)]
+    pub transport: Option<TransportKind>,
+    /// Worker threads per locality [default: cores ÷ localities on this host].
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// IP address to listen on and advertise [default: 127.0.0.1].
+    #[arg(long, value_name = "IP")]
+    pub listen: Option<IpAddr>,
+    /// Print this counter at the end (and every --print-counter-interval); repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub print_counter: Vec<String>,
+    /// Print this counter and reset it after each print; repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub print_counter_reset: Vec<String>,
+    /// Milliseconds between counter prints (0: only at the end).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub print_counter_interval: u64,
+    /// Where printed counters go: a file, or - for standard output.
+    #[arg(long, value_name = "FILE|-", default_value = "-")]
+    pub print_counter_destination: PathBuf,
+    /// Format of printed counters.
+    #[arg(long, value_enum, default_value_t = CounterFormat::Text)]
+    pub print_counter_format: CounterFormat,
+    /// Coalescing of every action (but those marked `coalescing = false`):
+    /// off, on, count[:num_parcels=N,interval_us=N,max_bytes=N] or
+    /// bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N]
+    /// [default: count, or COURIER_COALESCING].
+    #[arg(long, value_name = "SPEC")]
+    pub coalescing: Option<Coalescing>,
+    /// Coalescing of one action: ACTION=SPEC, ACTION its
+    /// full path or a unique `::` suffix (repeatable).
+    #[arg(long, value_name = "ACTION=SPEC", value_parser = parse_action_setting)]
+    pub coalesce_action: Vec<(String, Coalescing)>,
+    /// List every counter type with its unit and help, then exit.
+    #[arg(long)]
+    pub list_counters: bool,
+    /// Serve every counter at http://ADDR/metrics (Prometheus text format).
+    #[arg(long, value_name = "ADDR")]
+    pub counters_http: Option<SocketAddr>,
+}
+
+/// `ACTION=SPEC` of `--coalesce-action`.
+fn parse_action_setting(s: &str) -> Result<(String, Coalescing), String> {
+    let (name, spec) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not ACTION=SPEC"))?;
+    Ok((name.trim().to_owned(), spec.parse()?))
+}
+
+impl RuntimeArgs {
+    /// The configuration: defaults, then environment, then these flags.
+    /// `default_localities` applies when neither a flag nor
+    /// `COURIER_LOCALITIES` gives the number.
+    pub fn config(&self, default_localities: u32) -> Config {
+        let mut config = Config::new();
+        if std::env::var_os("COURIER_LOCALITIES").is_none() {
+            config.localities = default_localities;
+        }
+        if let Some(n) = self.localities {
+            config = config.localities(n);
+        }
+        if let Some(t) = self.transport {
+            config = config.transport(t);
+        }
+        if let Some(w) = self.workers {
+            config = config.workers(w);
+        }
+        if let Some(ip) = self.listen {
+            config = config.listen(ip);
+        }
+        if let Some(c) = self.coalescing {
+            config = config.coalescing(c);
+        }
+        for (name, setting) in &self.coalesce_action {
+            config = config.coalesce_action(name.clone(), *setting);
+        }
+        for name in &self.print_counter {
+            config = config.print_counter(name.clone());
+        }
+        for name in &self.print_counter_reset {
+            config = config.print_counter_reset(name.clone());
+        }
+        config = config
+            .print_counter_interval(Duration::from_millis(self.print_counter_interval))
+            .print_counter_destination(self.print_counter_destination.clone())
+            .print_counter_format(self.print_counter_format)
+            .list_counters(self.list_counters);
+        if let Some(addr) = self.counters_http {
+            config = config.counters_http(addr);
+        }
+        config
+    }
+}
