@@ -78,7 +78,9 @@ pub use launch::{
     Config, DEFAULT_MAX_FRAME_BYTES, TransportKind, launch, launch_spmd, launcher, report_to_stderr,
 };
 pub use parcel::{BatchFuture, CallError, CallFuture};
-pub use runtime::{BoxError, Error, Runtime, Sleep, current, sleep, try_current, with_state};
+pub use runtime::{
+    BoxError, CoalescingError, Error, Runtime, Sleep, current, sleep, try_current, with_state,
+};
 pub use sched::{JoinHandle, YieldNow, yield_now};
 
 /// The names most programs need: `use courier::prelude::*;`.
@@ -106,7 +108,10 @@ pub mod __private {
     ) -> Result<(), String> {
         let mut frame = vec![0u8; crate::parcel::FRAME_HEADROOM];
         frame.extend_from_slice(body);
-        rt.inner().transport.send(dest, frame)
+        rt.inner()
+            .transport
+            .send(dest, frame)
+            .map_err(|e| e.to_string())
     }
 
     #[cfg(feature = "test-hooks")]

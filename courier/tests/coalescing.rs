@@ -484,6 +484,7 @@ fn buffers_never_build_frames_above_the_receivers_limit() {
                 Ok((got, _)) => assert_eq!(got, seq as u64),
                 Err(e) => {
                     assert!(seq == 100 || seq == 150, "{seq}: {e}");
+                    assert!(e.is_too_large(), "{e}");
                     assert!(e.to_string().contains("exceeds the limit"), "{e}");
                 }
             }

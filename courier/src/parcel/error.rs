@@ -27,10 +27,25 @@ pub(crate) enum RemoteError {
 pub(crate) enum Failure {
     Remote(RemoteError),
     PeerLost(String),
-    NoSuchLocality { count: u32 },
+    NoSuchLocality {
+        count: u32,
+    },
     ShuttingDown,
     EncodeArgs(String),
+    /// The frame carrying the call was larger than the receiver accepts.
+    FrameTooLarge(FrameTooLarge),
     DecodeResult(String),
+}
+
+/// A frame longer than its receiver accepts (`max_frame_bytes`) or than
+/// its `u32` length prefix can say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a frame of {len} bytes exceeds the limit of {limit} bytes (max_frame_bytes)")]
+pub(crate) struct FrameTooLarge {
+    /// The frame's length without the transport's headroom.
+    pub(crate) len: usize,
+    /// The limit it broke.
+    pub(crate) limit: usize,
 }
 
 /// Why a call produced no result.
@@ -117,9 +132,17 @@ impl CallError {
         matches!(
             self.failure,
             Failure::EncodeArgs(_)
+                | Failure::FrameTooLarge(_)
                 | Failure::DecodeResult(_)
                 | Failure::Remote(RemoteError::BadArguments(_) | RemoteError::BadOutput(_))
         )
+    }
+
+    /// Whether the call's frame was larger than the receiver accepts
+    /// (`Config::max_frame_bytes`). A call alone in a frame above the limit
+    /// fails so; one among others is sent in a frame of its own first.
+    pub fn is_too_large(&self) -> bool {
+        matches!(self.failure, Failure::FrameTooLarge(_))
     }
 
     /// Whether the destination is not a locality of this job.
@@ -158,6 +181,7 @@ impl fmt::Display for CallError {
             }
             Failure::ShuttingDown => write!(f, "the runtime is shutting down"),
             Failure::EncodeArgs(e) => write!(f, "the arguments did not encode: {e}"),
+            Failure::FrameTooLarge(e) => write!(f, "the arguments did not encode: {e}"),
             Failure::DecodeResult(e) => write!(f, "the result did not decode: {e}"),
         }
     }

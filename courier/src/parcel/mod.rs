@@ -27,7 +27,7 @@ mod wire;
 
 pub(crate) use decode::decode;
 pub use error::CallError;
-pub(crate) use error::{Failure, RemoteError, panic_message};
+pub(crate) use error::{Failure, FrameTooLarge, RemoteError, panic_message};
 pub(crate) use frame::{EncodeError, FrameBuilder, FrameMark, encode_control};
 pub use pending::{BatchFuture, CallFuture};
 pub(crate) use pending::{BatchResults, Path, PendingCall, PendingTable, Response};

@@ -1,25 +1,84 @@
 //! The [`Runtime`] methods that read and change coalescing while the
 //! program runs.
 
-use super::{Error, Runtime};
+use super::Runtime;
 use crate::action::{Action, registry};
 use crate::aggregate::Coalescing;
 use crate::ids::ActionId;
 use crate::ids::LocalityId;
+use crate::parcel::CallError;
 
-fn slot_of(id: ActionId, name: &str) -> Result<usize, Error> {
-    registry().slot(id).ok_or_else(|| {
-        Error::Config(format!(
-            "action `{name}` is not registered (is it declared with #[courier::action]?)"
-        ))
-    })
+/// Why a coalescing setting was not applied.
+///
+/// # Examples
+///
+/// ```
+/// use courier::{Coalescing, CoalescingError, Config, TransportKind};
+///
+/// #[courier::action]
+/// fn ping() {}
+///
+/// courier::launch(Config::new().localities(2).transport(TransportKind::Inproc), |rt| async move {
+///     let bad: Coalescing = Coalescing::Count(courier::CountPolicy {
+///         num_parcels: 0,
+///         ..courier::CountPolicy::DEFAULT
+///     });
+///     let err = rt.set_coalescing(ping, bad).unwrap_err();
+///     assert!(matches!(err, CoalescingError::BadSetting { .. }), "{err}");
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CoalescingError {
+    /// The action is not in this binary's registry.
+    #[error("action `{name}` is not registered (is it declared with #[courier::action]?)")]
+    UnknownAction {
+        /// The action's name.
+        name: String,
+    },
+    /// The setting breaks one of its policy's rules.
+    #[error("coalescing {setting}: {reason}")]
+    BadSetting {
+        /// The setting.
+        setting: Coalescing,
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// The destination is not a locality of the job.
+    #[error("{dest} does not exist: the job has {count} localities")]
+    NoSuchLocality {
+        /// The destination asked for.
+        dest: LocalityId,
+        /// How many localities the job has.
+        count: u32,
+    },
+    /// A locality could not be reached to apply the setting there
+    /// ([`Runtime::set_coalescing_everywhere`]).
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// A locality refused the setting (it does not know the action).
+    #[error("{locality} refused the setting: {reason}")]
+    Refused {
+        /// The locality that refused.
+        locality: LocalityId,
+        /// Why.
+        reason: String,
+    },
 }
 
-fn checked(setting: Coalescing) -> Result<Coalescing, Error> {
+fn slot_of(id: ActionId, name: &str) -> Result<usize, CoalescingError> {
+    registry()
+        .slot(id)
+        .ok_or_else(|| CoalescingError::UnknownAction { name: name.into() })
+}
+
+fn checked(setting: Coalescing) -> Result<Coalescing, CoalescingError> {
     setting
         .validate()
         .map(|()| setting)
-        .map_err(|e| Error::Config(format!("coalescing {setting}: {e}")))
+        .map_err(|reason| CoalescingError::BadSetting { setting, reason })
 }
 
 impl Runtime {
@@ -31,8 +90,8 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// [`Error::Config`] when the setting is invalid (see
-    /// [`Coalescing::validate`]).
+    /// [`CoalescingError`] when the action is not registered or the
+    /// setting is invalid (see [`Coalescing::validate`]).
     ///
     /// # Examples
     ///
@@ -56,7 +115,11 @@ impl Runtime {
     /// .unwrap();
     /// assert_eq!(sum, 5050);
     /// ```
-    pub fn set_coalescing<A: Action>(&self, action: A, setting: Coalescing) -> Result<(), Error> {
+    pub fn set_coalescing<A: Action>(
+        &self,
+        action: A,
+        setting: Coalescing,
+    ) -> Result<(), CoalescingError> {
         let _ = action;
         let slot = slot_of(A::ID, A::NAME)?;
         let l = self.inner();
@@ -68,21 +131,21 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// [`Error::Config`] when the setting is invalid or `dest` is not a
-    /// locality of the job.
+    /// [`CoalescingError`] when the action is not registered, the setting
+    /// is invalid, or `dest` is not a locality of the job.
     pub fn set_coalescing_to<A: Action>(
         &self,
         action: A,
         dest: LocalityId,
         setting: Coalescing,
-    ) -> Result<(), Error> {
+    ) -> Result<(), CoalescingError> {
         let _ = action;
         let slot = slot_of(A::ID, A::NAME)?;
         if dest.get() >= self.num_localities() {
-            return Err(Error::Config(format!(
-                "{dest} does not exist: the job has {} localities",
-                self.num_localities()
-            )));
+            return Err(CoalescingError::NoSuchLocality {
+                dest,
+                count: self.num_localities(),
+            });
         }
         let l = self.inner();
         l.aggregator.set(&**l, slot, Some(dest), checked(setting)?);
@@ -94,22 +157,28 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// [`Error::Config`] for an invalid setting; a [`CallError`](crate::CallError) (boxed)
-    /// when a locality could not be reached.
+    /// [`CoalescingError`] for an unregistered action or an invalid setting,
+    /// and when a locality could not be reached or refused the setting.
     pub async fn set_coalescing_everywhere<A: Action>(
         &self,
         action: A,
         setting: Coalescing,
-    ) -> Result<(), super::BoxError> {
+    ) -> Result<(), CoalescingError> {
         let _ = action;
         slot_of(A::ID, A::NAME)?;
         checked(setting)?;
         let calls: Vec<_> = self
             .localities()
-            .map(|l| self.call(l, apply_coalescing, (A::ID.to_bits(), setting)))
+            .map(|l| {
+                (
+                    l,
+                    self.call(l, apply_coalescing, (A::ID.to_bits(), setting)),
+                )
+            })
             .collect();
-        for call in calls {
-            call.await?.map_err(Error::Config)?;
+        for (locality, call) in calls {
+            call.await?
+                .map_err(|reason| CoalescingError::Refused { locality, reason })?;
         }
         Ok(())
     }

@@ -44,6 +44,7 @@ mod termination;
 mod time;
 mod traffic;
 
+pub use coalescing::CoalescingError;
 pub use error::{BoxError, Error};
 pub use handle::{Runtime, current, try_current};
 pub use state::with_state;

@@ -21,17 +21,21 @@ use crate::parcel::{
     DecodeError, FRAME_HEADROOM, FrameBody, ParcelReader, RemoteError, Response, RunKind,
     decode_call, decode_frame,
 };
-use crate::transport::Sink;
+use crate::transport::{ProtocolError, Sink};
 
 impl Sink for Locality {
-    fn frame(&self, source: LocalityId, frame: Bytes) -> Result<(), String> {
+    fn frame(&self, source: LocalityId, frame: Bytes) -> Result<(), ProtocolError> {
         let start = clock().raw();
-        let malformed = |e: DecodeError| format!("malformed frame from {source}: {e}");
+        let malformed = |error: DecodeError| ProtocolError::Malformed {
+            from: source,
+            error,
+        };
         let (claimed, body) = decode_frame(&frame).map_err(malformed)?;
         if claimed != source {
-            return Err(format!(
-                "{source} sent a frame claiming to come from {claimed}"
-            ));
+            return Err(ProtocolError::ForgedSource {
+                from: source,
+                claimed,
+            });
         }
         let mut runs = match body {
             FrameBody::Parcels(runs) => runs,

@@ -36,6 +36,7 @@ impl CallSite for Locality {
         };
         let error = match (reply, failure) {
             (_, Failure::EncodeArgs(e)) => RemoteError::BadOutput(e),
+            (_, Failure::FrameTooLarge(e)) => RemoteError::BadOutput(e.to_string()),
             (ReplyTo::Continue { locality, .. }, failure) => RemoteError::Forward {
                 locality: locality.get(),
                 reason: format!("{failure:?}"),

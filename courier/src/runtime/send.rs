@@ -273,7 +273,9 @@ impl Outbox for Locality {
             // they are not traffic (and need no counting for termination
             // detection: they are never in flight).
             let frame = Bytes::from(frame.finish()).slice(FRAME_HEADROOM..);
-            return self.frame(dest, frame).map_err(Failure::PeerLost);
+            return self
+                .frame(dest, frame)
+                .map_err(|e| Failure::PeerLost(e.to_string()));
         }
         let start = clock().raw();
         let count = u64::from(frame.len());
@@ -282,13 +284,13 @@ impl Outbox for Locality {
             .then(|| registry().slot(frame.action()))
             .flatten();
         let frame = frame.finish();
-        check_frame_len(&frame, self.max_frame_bytes).map_err(Failure::EncodeArgs)?;
+        check_frame_len(&frame, self.max_frame_bytes).map_err(Failure::FrameTooLarge)?;
         let wire = frame.len() as u64;
         let sent = &self.traffic.sent;
         // Count before sending so that the receiver never counts a parcel
         // the sender has not (termination detection relies on it).
         sent.parcels.fetch_add(count, Ordering::SeqCst);
-        let result = self.transport.send(dest, frame).map_err(Failure::PeerLost);
+        let result = self.transport.send(dest, frame).map_err(Failure::from);
         if result.is_err() {
             sent.parcels.fetch_sub(count, Ordering::SeqCst);
         }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
-use super::{Sink, Transport, check_frame_len};
+use super::{ProtocolError, SendError, Sink, Transport, check_frame_len};
 use crate::clock::clock;
 use crate::ids::LocalityId;
 use crate::parcel::FRAME_HEADROOM;
@@ -113,11 +113,16 @@ impl Inproc {
                     if self.inbox().state.lock().lost.contains(&source) {
                         continue;
                     }
-                    let checked = check_frame_len(&frame, self.max_frame_bytes).and_then(|()| {
-                        sink.frame(source, Bytes::from(frame).slice(FRAME_HEADROOM..))
-                    });
-                    if let Err(reason) = checked {
-                        self.break_link(source, &reason);
+                    let checked = check_frame_len(&frame, self.max_frame_bytes)
+                        .map_err(|error| ProtocolError::TooLarge {
+                            from: source,
+                            error,
+                        })
+                        .and_then(|()| {
+                            sink.frame(source, Bytes::from(frame).slice(FRAME_HEADROOM..))
+                        });
+                    if let Err(error) = checked {
+                        self.break_link(source, &error.to_string());
                     }
                 }
                 Delivery::Lost(peer, reason) => sink.peer_lost(peer, reason),
@@ -128,9 +133,14 @@ impl Inproc {
 }
 
 impl Transport for Inproc {
-    fn send(&self, dest: LocalityId, frame: Vec<u8>) -> Result<(), String> {
+    fn send(&self, dest: LocalityId, frame: Vec<u8>) -> Result<(), SendError> {
+        if dest.index() >= self.fabric.inboxes.len() {
+            return Err(SendError::NoSuchPeer(dest));
+        }
         if self.inbox().state.lock().lost.contains(&dest) {
-            return Err(format!("{dest} is no longer reachable"));
+            return Err(SendError::PeerLost(format!(
+                "{dest} is no longer reachable"
+            )));
         }
         self.fabric.push(dest, Delivery::Frame(self.here, frame));
         Ok(())
@@ -189,4 +199,67 @@ impl Transport for Inproc {
     }
 
     fn close(&self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use parking_lot::Mutex;
+
+    use super::*;
+
+    /// Records what a transport delivers.
+    #[derive(Default)]
+    struct Recorder {
+        frames: Mutex<Vec<(LocalityId, Vec<u8>)>>,
+        lost: Mutex<Vec<(LocalityId, String)>>,
+    }
+
+    impl Sink for Recorder {
+        fn frame(&self, source: LocalityId, frame: Bytes) -> Result<(), ProtocolError> {
+            self.frames.lock().push((source, frame.to_vec()));
+            Ok(())
+        }
+
+        fn peer_lost(&self, peer: LocalityId, reason: String) {
+            self.lost.lock().push((peer, reason));
+        }
+    }
+
+    fn frame_of(body: &[u8]) -> Vec<u8> {
+        let mut frame = vec![0; FRAME_HEADROOM];
+        frame.extend_from_slice(body);
+        frame
+    }
+
+    #[test]
+    fn sends_are_checked_and_delivered_as_typed_errors() {
+        let fabric = Fabric::new(2);
+        let (zero, one) = (LocalityId::new(0), LocalityId::new(1));
+        let a = Inproc::new(zero, Arc::clone(&fabric), 8);
+        let b = Inproc::new(one, fabric, 8);
+        assert_eq!(
+            a.send(LocalityId::new(2), frame_of(b"x")),
+            Err(SendError::NoSuchPeer(LocalityId::new(2)))
+        );
+        a.send(one, frame_of(b"hello")).unwrap();
+        a.send(one, frame_of(b"too long!")).unwrap();
+        let sink = Recorder::default();
+        assert!(b.poll(&sink));
+        assert_eq!(*sink.frames.lock(), [(zero, b"hello".to_vec())]);
+        // The long frame broke the link: `a` learns it lost `b`, and `b`
+        // delivers nothing more from `a`.
+        let lost = Recorder::default();
+        assert!(a.poll(&lost));
+        let reason = &lost.lost.lock()[0];
+        assert_eq!(reason.0, one);
+        assert!(
+            reason.1.contains("9 bytes, above the limit of 8"),
+            "{}",
+            reason.1
+        );
+        assert!(matches!(
+            a.send(one, frame_of(b"more")),
+            Err(SendError::PeerLost(_))
+        ));
+    }
 }

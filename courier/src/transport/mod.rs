@@ -20,8 +20,66 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::ids::LocalityId;
-use crate::parcel::FRAME_HEADROOM;
+use crate::parcel::{DecodeError, FRAME_HEADROOM, Failure, FrameTooLarge};
 use crate::sched::BlockOutcome;
+
+/// Why a transport did not take a frame ([`Transport::send`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SendError {
+    /// The destination is known to be lost; the reason it was.
+    #[error("{0}")]
+    PeerLost(String),
+    /// The destination is not a locality of this job.
+    #[error("{0} is not a locality of this job")]
+    NoSuchPeer(LocalityId),
+    /// The frame is longer than a length prefix can say.
+    #[error(transparent)]
+    TooLarge(#[from] FrameTooLarge),
+}
+
+impl From<SendError> for Failure {
+    fn from(e: SendError) -> Failure {
+        match e {
+            SendError::PeerLost(reason) => Failure::PeerLost(reason),
+            SendError::NoSuchPeer(_) => Failure::PeerLost(e.to_string()),
+            SendError::TooLarge(e) => Failure::FrameTooLarge(e),
+        }
+    }
+}
+
+/// Why a received frame broke the protocol ([`Sink::frame`]): the
+/// transport drops the connection to its sender, with this as the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ProtocolError {
+    /// The frame, or a run or parcel in it, does not decode.
+    #[error("malformed frame from {from}: {error}")]
+    Malformed {
+        /// Who sent it.
+        from: LocalityId,
+        /// What is wrong with it.
+        error: DecodeError,
+    },
+    /// The frame names another sender than the connection it came on.
+    #[error("{from} sent a frame claiming to come from {claimed}")]
+    ForgedSource {
+        /// Who sent it.
+        from: LocalityId,
+        /// Who it claims to come from.
+        claimed: LocalityId,
+    },
+    /// The frame is longer than this locality accepts.
+    #[error(
+        "{from} sent a frame of {} bytes, above the limit of {} bytes (max_frame_bytes)",
+        error.len,
+        error.limit
+    )]
+    TooLarge {
+        /// Who sent it.
+        from: LocalityId,
+        /// How long, and the limit.
+        error: FrameTooLarge,
+    },
+}
 
 /// Where a transport delivers what it receives.
 pub(crate) trait Sink: Send + Sync {
@@ -31,7 +89,7 @@ pub(crate) trait Sink: Send + Sync {
     /// copying. An `Err` says the frame broke the protocol: the transport
     /// then drops the connection to `source` and reports it lost with that
     /// reason.
-    fn frame(&self, source: LocalityId, frame: Bytes) -> Result<(), String>;
+    fn frame(&self, source: LocalityId, frame: Bytes) -> Result<(), ProtocolError>;
 
     /// `peer` is gone (its process died, its connection broke, or it broke
     /// the protocol). Reported once per peer.
@@ -43,7 +101,7 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// Queues `frame` for `dest` and sends as much of it as possible now.
     /// The frame's first [`FRAME_HEADROOM`] bytes belong to the transport.
     /// Fails only when `dest` is already known to be lost.
-    fn send(&self, dest: LocalityId, frame: Vec<u8>) -> Result<(), String>;
+    fn send(&self, dest: LocalityId, frame: Vec<u8>) -> Result<(), SendError>;
 
     /// Reads and writes whatever is ready without blocking; returns whether
     /// anything was done.
@@ -72,12 +130,13 @@ pub(crate) trait Transport: Send + Sync + 'static {
 }
 
 /// Checks that a frame fits the `u32` length prefix and the receiver's limit.
-pub(crate) fn check_frame_len(frame: &[u8], max_frame_bytes: usize) -> Result<(), String> {
+pub(crate) fn check_frame_len(frame: &[u8], max_frame_bytes: usize) -> Result<(), FrameTooLarge> {
     let len = frame.len() - FRAME_HEADROOM;
     if len > max_frame_bytes {
-        return Err(format!(
-            "a frame of {len} bytes exceeds the limit of {max_frame_bytes} bytes (max_frame_bytes)"
-        ));
+        return Err(FrameTooLarge {
+            len,
+            limit: max_frame_bytes,
+        });
     }
     Ok(())
 }
@@ -91,6 +150,17 @@ mod tests {
         let frame = vec![0u8; FRAME_HEADROOM + 2000];
         assert!(check_frame_len(&frame, 2000).is_ok());
         let err = check_frame_len(&frame, 1999).unwrap_err();
-        assert!(err.contains("2000 bytes") && err.contains("1999"), "{err}");
+        assert_eq!(
+            err,
+            FrameTooLarge {
+                len: 2000,
+                limit: 1999
+            }
+        );
+        let message = err.to_string();
+        assert!(
+            message.contains("2000 bytes") && message.contains("1999"),
+            "{message}"
+        );
     }
 }

@@ -39,7 +39,7 @@ pub(crate) use funnel::Funnel;
 pub(crate) use process::{MpiProcess, Progress};
 use state::State;
 
-use super::{Sink, Transport};
+use super::{SendError, Sink, Transport};
 use crate::clock::clock;
 use crate::ids::LocalityId;
 use crate::sched::BlockOutcome;
@@ -165,7 +165,8 @@ impl Mpi {
                 );
                 continue;
             }
-            if let Err(reason) = sink.frame(source, Bytes::from(bytes)) {
+            if let Err(error) = sink.frame(source, Bytes::from(bytes)) {
+                let reason = error.to_string();
                 self.drop_peer(source, &reason);
                 sink.peer_lost(source, reason);
             }
@@ -212,9 +213,9 @@ impl Mpi {
 }
 
 impl Transport for Mpi {
-    fn send(&self, dest: LocalityId, frame: Vec<u8>) -> Result<(), String> {
+    fn send(&self, dest: LocalityId, frame: Vec<u8>) -> Result<(), SendError> {
         if dest.get() >= self.count {
-            return Err(format!("{dest} is not a rank of this MPI job"));
+            return Err(SendError::NoSuchPeer(dest));
         }
         match &self.engine {
             Engine::Workers(state) => {

@@ -36,8 +36,9 @@ use bytes::{Buf, Bytes, BytesMut};
 use mio::{Events, Interest, Poll, Token, Waker};
 use parking_lot::Mutex;
 
-use super::{Sink, Transport};
+use super::{ProtocolError, SendError, Sink, Transport};
 use crate::ids::LocalityId;
+use crate::parcel::FrameTooLarge;
 
 use crate::clock::clock;
 use crate::sched::BlockOutcome;
@@ -365,8 +366,8 @@ impl Tcp {
             };
             incoming.end += got;
             did = true;
-            if let Err(reason) = self.deliver_frames(rank, incoming, sink) {
-                self.lose(rank, reason, sink);
+            if let Err(error) = self.deliver_frames(rank, incoming, sink) {
+                self.lose(rank, error.to_string(), sink);
                 return did;
             }
         }
@@ -378,13 +379,18 @@ impl Tcp {
         rank: LocalityId,
         incoming: &mut Incoming,
         sink: &dyn Sink,
-    ) -> Result<(), String> {
-        while let Some(frame) = incoming.next_frame(self.max_frame_bytes).map_err(|len| {
-            format!(
-                "{rank} sent a frame of {len} bytes, above the limit of {} bytes (max_frame_bytes)",
-                self.max_frame_bytes
-            )
-        })? {
+    ) -> Result<(), ProtocolError> {
+        while let Some(frame) =
+            incoming
+                .next_frame(self.max_frame_bytes)
+                .map_err(|len| ProtocolError::TooLarge {
+                    from: rank,
+                    error: FrameTooLarge {
+                        len,
+                        limit: self.max_frame_bytes,
+                    },
+                })?
+        {
             sink.frame(rank, frame)?;
         }
         Ok(())
@@ -439,14 +445,20 @@ fn write_queued(stream: &mio::net::TcpStream, out: &mut Outgoing) {
 }
 
 impl Transport for Tcp {
-    fn send(&self, dest: LocalityId, mut frame: Vec<u8>) -> Result<(), String> {
-        let len =
-            u32::try_from(frame.len() - PREFIX).map_err(|_| "a frame above 4 GiB".to_owned())?;
+    fn send(&self, dest: LocalityId, mut frame: Vec<u8>) -> Result<(), SendError> {
+        let len = u32::try_from(frame.len() - PREFIX).map_err(|_| FrameTooLarge {
+            len: frame.len() - PREFIX,
+            limit: u32::MAX as usize,
+        })?;
         frame[..PREFIX].copy_from_slice(&len.to_le_bytes());
-        let peer = self.peer(dest);
+        let Some(Some(peer)) = self.peers.get(dest.index()) else {
+            // Out of range, or this locality itself (which sends to itself
+            // without a transport).
+            return Err(SendError::NoSuchPeer(dest));
+        };
         let mut out = peer.out.lock();
         if let Some(reason) = &out.broken {
-            return Err(reason.clone());
+            return Err(SendError::PeerLost(reason.clone()));
         }
         if out.buf.is_empty() {
             out.buf = frame;
