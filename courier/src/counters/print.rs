@@ -182,7 +182,7 @@ impl Printer {
                     while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval)
                     {
                         if let Err(e) = state.lock().print() {
-                            eprintln!("courier: counters: {e}");
+                            tracing::error!("counters: {e}");
                             return;
                         }
                     }
@@ -205,7 +205,7 @@ impl Printer {
     pub(crate) fn finish(mut self) {
         self.stop_periodic();
         if let Err(e) = self.state.lock().print() {
-            eprintln!("courier: counters: {e}");
+            tracing::error!("counters: {e}");
         }
     }
 }

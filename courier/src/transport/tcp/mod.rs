@@ -298,7 +298,7 @@ impl Tcp {
         } = driver;
         if let Err(e) = poll.poll(events, timeout) {
             if e.kind() != ErrorKind::Interrupted {
-                eprintln!("courier: {}: polling the network failed: {e}", self.here);
+                tracing::warn!("{}: polling the network failed: {e}", self.here);
             }
             return (false, 0);
         }
@@ -414,7 +414,7 @@ impl Tcp {
                     Ok(Err(why)) => why,
                     Err(e) => format!("no hello: {e}"),
                 };
-                eprintln!("courier: {here}: rejected a connection from {from}: {why}");
+                tracing::warn!("{here}: rejected a connection from {from}: {why}");
                 Some(())
             };
             let _ = std::thread::Builder::new()
@@ -494,10 +494,7 @@ impl Transport for Tcp {
     fn wake(&self) {
         if !self.wake_pending.swap(true, Ordering::AcqRel) {
             if let Err(e) = self.waker.wake() {
-                eprintln!(
-                    "courier: {}: waking the network driver failed: {e}",
-                    self.here
-                );
+                tracing::warn!("{}: waking the network driver failed: {e}", self.here);
             }
         }
     }
@@ -612,13 +609,11 @@ fn accept_from(
         let theirs = match theirs {
             Ok(Ok(theirs)) => theirs,
             Ok(Err(why)) => {
-                eprintln!("courier: locality#{here}: rejected a connection from {from}: {why}");
+                tracing::warn!("locality#{here}: rejected a connection from {from}: {why}");
                 continue;
             }
             Err(e) => {
-                eprintln!(
-                    "courier: locality#{here}: rejected a connection from {from}: no hello: {e}"
-                );
+                tracing::warn!("locality#{here}: rejected a connection from {from}: no hello: {e}");
                 continue;
             }
         };
@@ -630,7 +625,7 @@ fn accept_from(
                 streams[rank.index()] = Some(stream);
             }
             Err(Refusal::Stranger(why)) => {
-                eprintln!("courier: locality#{here}: rejected a connection from {from}: {why}");
+                tracing::warn!("locality#{here}: rejected a connection from {from}: {why}");
             }
             Err(Refusal::Explained(why)) => {
                 let _ = handshake::write_ack(&mut stream, Some(&why));
