@@ -22,11 +22,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
 use super::error::{CallError, Failure};
 use crate::ids::LocalityId;
+use crate::sync::{Mutex, MutexGuard};
 
 /// Number of independently locked shards; a power of two.
 const SHARDS: usize = 16;
@@ -518,7 +518,7 @@ impl PendingTable {
 pub(crate) struct Completer<'a> {
     table: &'a PendingTable,
     from: Option<LocalityId>,
-    shard: Option<(usize, parking_lot::MutexGuard<'a, Shard>)>,
+    shard: Option<(usize, MutexGuard<'a, Shard>)>,
     wakers: Vec<Waker>,
 }
 
@@ -994,5 +994,54 @@ mod tests {
             "{err}"
         );
         assert_eq!(table.len(), 0);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use std::task::Wake;
+
+    use loom::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    /// Counts its wake-ups.
+    struct Counter(AtomicUsize);
+
+    impl Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The response to a call arrives on another thread while the caller
+    /// polls its future once and drops it: in every interleaving the
+    /// response finds the call (waiting, done or abandoned), the waker is
+    /// woken at most once and only if the poll was pending, and the place
+    /// is free at the end (no result is leaked, none is taken twice).
+    #[test]
+    fn loom_a_call_completed_while_its_future_is_dropped_frees_its_place() {
+        loom::model(|| {
+            let table = Arc::new(PendingTable::default());
+            let (id, mut call) = table.register([LocalityId::new(1); 3]);
+            let counter = Arc::new(Counter(AtomicUsize::new(0)));
+            let waker = Waker::from(Arc::clone(&counter));
+            let responder = {
+                let table = Arc::clone(&table);
+                loom::thread::spawn(move || {
+                    let frame = Bytes::from_static(b"x");
+                    table.complete(id, 0, None, Response::Output(&frame, &frame[..]))
+                })
+            };
+            let polled = call.poll_completion(&mut Context::from_waker(&waker));
+            drop(call);
+            assert!(responder.join().unwrap(), "the response found no call");
+            assert_eq!(table.len(), 0, "a place was not freed");
+            let wakes = counter.0.load(Ordering::SeqCst);
+            assert!(wakes <= 1, "woken {wakes} times");
+            if polled.is_ready() {
+                assert_eq!(wakes, 0, "woken after the result was taken");
+            }
+        });
     }
 }

@@ -5,7 +5,7 @@
 //! `idle` counts workers that are parked or about to park. A worker parks in
 //! three steps, all under `state`'s lock:
 //!
-//! 1. increment `idle` (SeqCst);
+//! 1. increment `idle` (SeqCst, then a SeqCst fence);
 //! 2. re-check every queue (the caller passes `has_work`); if there is work,
 //!    undo step 1 and return;
 //! 3. either become the *driver* (if no other worker is one and the background
@@ -24,10 +24,10 @@
 //!
 //! [`BackgroundWork::wake`]: super::BackgroundWork::wake
 
-use std::sync::atomic::{AtomicUsize, Ordering, fence};
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use crate::sync::atomic::{AtomicUsize, Ordering, fence};
+use crate::sync::{Condvar, Mutex};
 
 use super::background::{BackgroundWork, BlockOutcome};
 
@@ -63,6 +63,11 @@ impl Sleep {
     pub(crate) fn park(&self, background: &dyn BackgroundWork, has_work: impl Fn() -> bool) -> u64 {
         let mut state = self.state.lock();
         self.idle.fetch_add(1, Ordering::SeqCst);
+        // Pairs with the producer's fence (a store-buffering pattern): the
+        // SeqCst accesses alone order it in Rust's model, but loom checks
+        // SeqCst accesses as acquire/release and SeqCst fences exactly,
+        // and parking is not a hot path.
+        fence(Ordering::SeqCst);
         if has_work() {
             self.idle.fetch_sub(1, Ordering::SeqCst);
             return 0;
@@ -89,14 +94,14 @@ impl Sleep {
                 // Come back soon: the holder of the progress path may be about
                 // to park, and then nobody would watch the network.
                 state.waiters += 1;
-                self.condvar.wait_for(&mut state, BUSY_RETRY);
+                state = self.condvar.wait_for(state, BUSY_RETRY);
                 state.waiters -= 1;
                 self.idle.fetch_sub(1, Ordering::SeqCst);
                 return 0;
             }
         }
         state.waiters += 1;
-        self.condvar.wait(&mut state);
+        state = self.condvar.wait(state);
         state.waiters -= 1;
         self.idle.fetch_sub(1, Ordering::SeqCst);
         0
@@ -121,5 +126,81 @@ impl Sleep {
         let _state = self.state.lock();
         self.condvar.notify_all();
         background.wake();
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use loom::sync::Arc;
+    use loom::sync::atomic::AtomicBool;
+
+    use super::*;
+
+    /// A network whose `block` waits until `wake` (sticky, as the
+    /// transports' are), or which cannot block at all.
+    #[derive(Default)]
+    struct Network {
+        can_block: bool,
+        woken: Mutex<bool>,
+        ready: Condvar,
+    }
+
+    impl BackgroundWork for Network {
+        fn poll(&self) -> bool {
+            false
+        }
+
+        fn block(&self, _timeout: Duration) -> BlockOutcome {
+            if !self.can_block {
+                return BlockOutcome::Unsupported;
+            }
+            let mut woken = self.woken.lock();
+            while !*woken {
+                woken = self.ready.wait(woken);
+            }
+            *woken = false;
+            BlockOutcome::Blocked { work_ns: 0 }
+        }
+
+        fn wake(&self) {
+            *self.woken.lock() = true;
+            self.ready.notify_one();
+        }
+    }
+
+    /// A producer makes a task visible and wakes while the worker parks:
+    /// in every interleaving the worker ends up seeing the task (a lost
+    /// wake-up leaves it waiting for ever, which loom reports as a
+    /// deadlock).
+    fn a_wake_racing_a_park_is_never_lost(can_block: bool) {
+        loom::model(move || {
+            let sleep = Arc::new(Sleep::default());
+            let network = Arc::new(Network {
+                can_block,
+                ..Network::default()
+            });
+            let task = Arc::new(AtomicBool::new(false));
+            let worker = {
+                let (sleep, network, task) = (sleep.clone(), network.clone(), task.clone());
+                loom::thread::spawn(move || {
+                    while !task.load(Ordering::SeqCst) {
+                        sleep.park(&*network, || task.load(Ordering::SeqCst));
+                    }
+                })
+            };
+            task.store(true, Ordering::SeqCst);
+            sleep.notify_one(&*network);
+            worker.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_a_wake_racing_a_park_on_the_condvar_is_never_lost() {
+        a_wake_racing_a_park_is_never_lost(false);
+    }
+
+    #[test]
+    fn loom_a_wake_racing_a_park_in_the_network_is_never_lost() {
+        a_wake_racing_a_park_is_never_lost(true);
     }
 }

@@ -9,6 +9,10 @@
 //! - `biased`: [`BiasedLock`], a lock its owner takes without an atomic
 //!   read-modify-write (the per-worker coalescing buffers).
 //! - `fence`: the asymmetric fences behind it (Linux `membarrier`).
+//!
+//! Loom models live beside what they check: `biased.rs` (the lock),
+//! `sched/sleep.rs` (a wake racing a park), `parcel/pending.rs` (a call
+//! completed while its future is dropped).
 
 mod biased;
 mod fence;
@@ -82,6 +86,58 @@ impl<T> Mutex<T> {
         return self.0.lock();
         #[cfg(loom)]
         return self.0.lock().unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// A condition variable: parking_lot's, or loom's under loom. Waits take
+/// the guard and give it back (loom's shape).
+#[derive(Debug, Default)]
+pub(crate) struct Condvar(
+    #[cfg(not(loom))] parking_lot::Condvar,
+    #[cfg(loom)] loom::sync::Condvar,
+);
+
+impl Condvar {
+    /// Waits for a notification (or a spurious wake-up).
+    pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+        #[cfg(not(loom))]
+        {
+            let mut guard = guard;
+            self.0.wait(&mut guard);
+            guard
+        }
+        #[cfg(loom)]
+        return self.0.wait(guard).unwrap_or_else(|e| e.into_inner());
+    }
+
+    /// Waits for a notification or `timeout`. Under loom it may return at
+    /// once, as a timeout may: a model must not rely on the time.
+    pub(crate) fn wait_for<'a, T>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        timeout: std::time::Duration,
+    ) -> MutexGuard<'a, T> {
+        #[cfg(not(loom))]
+        {
+            let mut guard = guard;
+            self.0.wait_for(&mut guard, timeout);
+            guard
+        }
+        #[cfg(loom)]
+        return match self.0.wait_timeout(guard, timeout) {
+            Ok((guard, _)) => guard,
+            Err(e) => e.into_inner().0,
+        };
+    }
+
+    /// Wakes one waiter.
+    pub(crate) fn notify_one(&self) {
+        self.0.notify_one();
+    }
+
+    /// Wakes every waiter.
+    pub(crate) fn notify_all(&self) {
+        self.0.notify_all();
     }
 }
 
