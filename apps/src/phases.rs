@@ -6,13 +6,15 @@ use courier::counters::CounterSet;
 use courier::{BoxError, Coalescing, CountPolicy, Runtime, RuntimeArgs};
 
 /// Coalescing flags of an app whose hot action is coalesced with the count
-/// policy. `--coalescing` (of [`RuntimeArgs`]) gives the base setting.
+/// policy, phase by phase. Without them the configuration governs:
+/// `--coalescing` or `COURIER_COALESCING` for every coalesced action, and
+/// `--coalesce-action ACTION=SPEC` for one.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CoalescingArgs {
-    /// Parcels per message (count policy) [default: --coalescing's, or 128].
+    /// Parcels per message (count policy) [default: the configured setting's].
     #[arg(long, value_name = "N")]
     pub num_parcels: Option<u32>,
-    /// Wait interval of the count policy in µs [default: --coalescing's, or 100].
+    /// Wait interval of the count policy in µs [default: the configured setting's].
     #[arg(long, value_name = "US")]
     pub interval_us: Option<u64>,
     /// Parcels per message of each phase in turn (seed 000 Fig. 9), e.g.
@@ -22,25 +24,25 @@ pub struct CoalescingArgs {
 }
 
 impl CoalescingArgs {
-    /// The setting of phase `p` (from 1), starting from `runtime`'s
-    /// `--coalescing`.
-    pub fn setting(&self, runtime: &RuntimeArgs, p: u32) -> Coalescing {
-        let base = match runtime.coalescing {
-            Some(Coalescing::Off) => return Coalescing::Off,
-            Some(Coalescing::Count(policy)) => policy,
-            _ => CountPolicy::DEFAULT,
-        };
+    /// The setting these flags ask for in phase `p` (from 1), starting from
+    /// `runtime`'s `--coalescing`; `None` when they ask for nothing, and the
+    /// app leaves the configured setting in force.
+    pub fn setting(&self, runtime: &RuntimeArgs, p: u32) -> Option<Coalescing> {
         let by_phase = (!self.phase_num_parcels.is_empty())
             .then(|| self.phase_num_parcels[(p as usize - 1) % self.phase_num_parcels.len()]);
         if by_phase.is_none() && self.num_parcels.is_none() && self.interval_us.is_none() {
-            // Whatever --coalescing (or COURIER_COALESCING) set, bytes included.
-            return runtime.coalescing.unwrap_or(Coalescing::Count(base));
+            return None;
         }
-        Coalescing::Count(CountPolicy {
+        let base = match runtime.coalescing {
+            Some(Coalescing::Off) => return Some(Coalescing::Off),
+            Some(Coalescing::Count(policy)) => policy,
+            _ => CountPolicy::DEFAULT,
+        };
+        Some(Coalescing::Count(CountPolicy {
             num_parcels: by_phase.or(self.num_parcels).unwrap_or(base.num_parcels),
             interval_us: self.interval_us.unwrap_or(base.interval_us),
             ..base
-        })
+        }))
     }
 }
 

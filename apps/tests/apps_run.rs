@@ -54,6 +54,11 @@ fn wait(child: &mut Child, what: &str) -> ExitStatus {
 /// Runs the app `exe` with `args`, without any `COURIER_*` variable of
 /// the environment that runs the tests.
 fn run(exe: &str, args: &[&str]) -> Output {
+    run_with(exe, args, &[])
+}
+
+/// Like [`run`], with the variables `env` set.
+fn run_with(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     let what = format!("{exe} {}", args.join(" "));
     let mut command = Command::new(exe);
     command
@@ -66,6 +71,7 @@ fn run(exe: &str, args: &[&str]) -> Output {
             command.env_remove(name);
         }
     }
+    command.envs(env.iter().copied());
     let mut child = command
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
@@ -170,5 +176,73 @@ fn randomaccess_refuses_a_job_that_is_not_a_power_of_two() {
         out.stderr.contains("power of two") && out.stderr.contains("not 3"),
         "the error does not say what is wrong: {}",
         out.stderr
+    );
+}
+
+/// The toy's `phase N:` lines, checking that it succeeded.
+fn toy_phases(args: &[&str], env: &[(&str, &str)]) -> Vec<String> {
+    let exe = env!("CARGO_BIN_EXE_toy");
+    let mut all = vec![
+        "--transport",
+        "inproc",
+        "--parcels",
+        "2000",
+        "--phases",
+        "2",
+    ];
+    all.extend(args);
+    let out = run_with(exe, &all, env);
+    assert!(
+        out.status.success(),
+        "toy {all:?} {env:?}: {}\n{}{}",
+        out.status,
+        out.stdout,
+        out.stderr
+    );
+    let phases: Vec<String> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("phase "))
+        .map(String::from)
+        .collect();
+    assert_eq!(phases.len(), 2, "{}", out.stdout);
+    phases
+}
+
+#[test]
+fn the_configured_coalescing_governs_the_toy_unless_its_own_flags_say_otherwise() {
+    let has = |phases: &[String], word: &str| {
+        phases
+            .iter()
+            .all(|l| l.split_whitespace().any(|w| w == word))
+    };
+    let per_action = toy_phases(
+        &["--coalesce-action", "get_cplx=count:num_parcels=512"],
+        &[],
+    );
+    assert!(has(&per_action, "num_parcels=512"), "{per_action:?}");
+    let from_env = toy_phases(&[], &[("COURIER_COALESCING", "count:num_parcels=256")]);
+    assert!(has(&from_env, "num_parcels=256"), "{from_env:?}");
+    let flag = toy_phases(
+        &["--coalescing", "count:num_parcels=300,interval_us=7"],
+        &[],
+    );
+    assert!(
+        has(&flag, "num_parcels=300") && has(&flag, "interval_us=7"),
+        "{flag:?}"
+    );
+    // The toy's own per-phase flag still wins for its phases.
+    let phased = toy_phases(
+        &[
+            "--coalesce-action",
+            "get_cplx=count:num_parcels=512",
+            "--phase-num-parcels",
+            "16,4",
+        ],
+        &[],
+    );
+    assert!(
+        phased[0].contains("num_parcels=16") && phased[1].contains("num_parcels=4"),
+        "{phased:?}"
     );
 }

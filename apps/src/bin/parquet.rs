@@ -139,8 +139,11 @@ fn main() -> ExitCode {
         let mut counters = PhaseCounters::new(&rt)?;
         let mut bad = 0u64;
         for it in 1..=iterations {
-            let setting = cli.coalescing.setting(&cli.runtime, it);
-            rt.set_coalescing_everywhere(receive_row, setting).await?;
+            if let Some(setting) = cli.coalescing.setting(&cli.runtime, it) {
+                rt.set_coalescing_everywhere(receive_row, setting).await?;
+            }
+            // What is in force, from the flags above or the configuration.
+            let setting = rt.coalescing(receive_row, rt.locality(1 % rt.num_localities()));
             counters.start().await?;
             let start = Instant::now();
             let rotations: Vec<_> = rt

@@ -77,8 +77,11 @@ fn main() -> ExitCode {
         let mut counters = PhaseCounters::new(&rt)?;
         let mut wrong_total = 0;
         for p in 1..=phases {
-            let setting = cli.coalescing.setting(&cli.runtime, p);
-            rt.set_coalescing_everywhere(get_cplx, setting).await?;
+            if let Some(setting) = cli.coalescing.setting(&cli.runtime, p) {
+                rt.set_coalescing_everywhere(get_cplx, setting).await?;
+            }
+            // What is in force, from the flags above or the configuration.
+            let setting = rt.coalescing(get_cplx, rt.locality(1 % rt.num_localities()));
             counters.start().await?;
             let start = Instant::now();
             let wrong = phase(&rt, parcels).await?;
