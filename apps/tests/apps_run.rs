@@ -246,3 +246,25 @@ fn the_configured_coalescing_governs_the_toy_unless_its_own_flags_say_otherwise(
         "{phased:?}"
     );
 }
+
+#[test]
+fn a_tcp_job_under_an_mpi_launcher_is_a_clear_error() {
+    // What `mpirun -np 2 toy --transport tcp` gives every rank.
+    for transport in ["tcp", "inproc"] {
+        let out = run_with(
+            env!("CARGO_BIN_EXE_toy"),
+            &["--transport", transport, "--parcels", "10", "--phases", "1"],
+            &[("OMPI_COMM_WORLD_SIZE", "2"), ("OMPI_COMM_WORLD_RANK", "0")],
+        );
+        assert!(!out.status.success(), "{}{}", out.stdout, out.stderr);
+        assert!(
+            out.stderr.contains("an MPI launcher started this process")
+                && out
+                    .stderr
+                    .contains(&format!("the transport is {transport}")),
+            "{}",
+            out.stderr
+        );
+        assert!(!out.stdout.contains("phase 1:"), "it ran: {}", out.stdout);
+    }
+}

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::bootstrap;
-use super::job::{Children, JobEnv};
+use super::job::{Children, JobEnv, launched_by_mpi};
 #[cfg(feature = "mpi")]
 use super::mpi_job;
 use super::role::{Main, MainFuture, run_member, run_root, serve_until_shutdown};
@@ -152,6 +152,15 @@ fn start<T: Send + 'static>(config: Config, main: Main<'_, T>) -> Result<T, Erro
         (TransportKind::Inproc | TransportKind::Mpi, Some(_)) => Err(Error::Config(format!(
             "COURIER_RANK is set (a launcher started this process) but the transport is {transport:?}"
         ))),
+        (TransportKind::Inproc | TransportKind::Tcp, None) if launched_by_mpi() => {
+            Err(Error::Config(format!(
+                "an MPI launcher started this process but the transport is {}: every rank \
+                 would start a job of its own. Use the MPI transport (leave --transport out, \
+                 or --transport mpi; it needs Courier's `mpi` feature), or start the job \
+                 without mpirun",
+                format!("{transport:?}").to_lowercase()
+            )))
+        }
         (TransportKind::Inproc, None) => run_threads(&config, main),
         (TransportKind::Tcp, None) if config.localities == 1 => run_threads(&config, main),
         (TransportKind::Tcp, None) => self_launch(&config, main),
