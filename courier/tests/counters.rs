@@ -498,3 +498,64 @@ fn poll_histogram_counts_every_poll() {
     })
     .unwrap();
 }
+
+/// Prints `names` at the end of a job whose main touches `touch` bytes of
+/// fresh memory; returns the printed text.
+fn printed_at_end(names: &[&str], touch: usize, file: &str) -> String {
+    let path = std::env::temp_dir().join(format!("courier-{}-{file}", std::process::id()));
+    let mut config: Config = common::inproc(2).print_counter_destination(&path);
+    for name in names {
+        config = config.print_counter(*name);
+    }
+    courier::launch(config, move |rt| async move {
+        let memory = vec![1u8; touch];
+        assert_eq!(memory.iter().map(|&b| b as usize).sum::<usize>(), touch);
+        rt.call(rt.locality(1), take, ([0; 16],)).await?;
+        Ok(())
+    })
+    .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    text
+}
+
+#[test]
+fn a_counter_that_cannot_be_read_leaves_the_others_printing() {
+    let text = printed_at_end(
+        &[
+            "/threads{locality#0/worker-thread#99}/count/cumulative",
+            "/parcels{locality#0/total}/count/sent",
+        ],
+        0,
+        "unreadable.txt",
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("/parcels{locality#0/total}/count/sent,")),
+        "{text}"
+    );
+    assert!(!text.contains("worker-thread#99"), "{text}");
+}
+
+#[test]
+fn perf_events_printed_only_at_the_end_cover_the_whole_run() {
+    let name = "/perf{locality#0/total}/page-faults";
+    let supported = courier::launch(common::inproc(1), move |rt| async move {
+        Ok(rt.counters([name])?.evaluate(false).await.is_ok())
+    })
+    .unwrap();
+    if !supported {
+        // As in `perf_events_count_or_say_they_are_not_supported`.
+        eprintln!("skipping: this kernel refuses perf events");
+        return;
+    }
+    let text = printed_at_end(&[name], 64 << 20, "perf.txt");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(name))
+        .unwrap_or_else(|| panic!("{name} not printed: {text}"));
+    let faults: f64 = line.split(',').nth(4).unwrap().parse().unwrap();
+    // 64 MiB of fresh pages: at least 16k faults of 4 KiB (fewer with huge
+    // pages, but far above what one call at the end causes).
+    assert!(faults > 1000.0, "{line}");
+}

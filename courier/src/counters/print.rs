@@ -115,8 +115,19 @@ pub(crate) struct Printer {
 }
 
 struct PrinterState {
-    sets: Vec<(CounterSet, bool)>,
+    /// One set per name, so that a counter that cannot be read (a hardware
+    /// event this machine lacks) leaves the others printing.
+    sets: Vec<Watched>,
     writer: Writer,
+}
+
+/// One printed counter name.
+struct Watched {
+    name: String,
+    set: CounterSet,
+    reset: bool,
+    /// Whether its failure was reported already (once is enough).
+    failed: bool,
 }
 
 impl std::fmt::Debug for PrinterState {
@@ -126,11 +137,19 @@ impl std::fmt::Debug for PrinterState {
 }
 
 impl PrinterState {
+    /// Prints every counter that can be read; reports each one that cannot,
+    /// once. Fails only when the output cannot be written.
     fn print(&mut self) -> Result<(), String> {
         let mut values = Vec::new();
-        for (set, reset) in &mut self.sets {
-            let evaluated = futures::executor::block_on(set.evaluate(*reset));
-            values.extend(evaluated.map_err(|e| e.to_string())?);
+        for watched in &mut self.sets {
+            match futures::executor::block_on(watched.set.evaluate(watched.reset)) {
+                Ok(v) => values.extend(v),
+                Err(e) if !watched.failed => {
+                    watched.failed = true;
+                    tracing::warn!("counters: {} is not printed: {e}", watched.name);
+                }
+                Err(_) => {}
+            }
         }
         self.writer
             .write(&values)
@@ -143,11 +162,20 @@ impl Printer {
     /// thread if an interval is set.
     pub(crate) fn start(rt: &Runtime, options: &PrintOptions) -> Result<Printer, CounterError> {
         let mut sets = Vec::new();
-        if !options.names.is_empty() {
-            sets.push((rt.counters(&options.names)?, false));
-        }
-        if !options.reset_names.is_empty() {
-            sets.push((rt.counters(&options.reset_names)?, true));
+        let names = options.names.iter().map(|n| (n, false));
+        for (name, reset) in names.chain(options.reset_names.iter().map(|n| (n, true))) {
+            let mut set = rt.counters([name])?;
+            if name.trim_start().starts_with("/perf") {
+                // Perf events count from their first read: read them now,
+                // so that a print at the end covers the whole run.
+                let _ = futures::executor::block_on(set.evaluate(false));
+            }
+            sets.push(Watched {
+                name: name.clone(),
+                set,
+                reset,
+                failed: false,
+            });
         }
         let out: Box<dyn Write + Send> = match &options.destination {
             Some(path) => {
