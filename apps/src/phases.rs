@@ -17,7 +17,7 @@ pub struct CoalescingArgs {
     /// Wait interval of the count policy in µs [default: the configured setting's].
     #[arg(long, value_name = "US")]
     pub interval_us: Option<u64>,
-    /// Parcels per message of each phase in turn (seed 000 Fig. 9), e.g.
+    /// Parcels per message of each phase in turn (Wagle et al. 2018 Fig. 9), e.g.
     /// 128,16,4,1; overrides --num-parcels.
     #[arg(long, value_name = "N,N,...", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     pub phase_num_parcels: Vec<u32>,
@@ -46,7 +46,7 @@ impl CoalescingArgs {
     }
 }
 
-/// Measures the network overhead n_oh (seed 000 Eq. 4) and the task
+/// Measures the network overhead n_oh (Wagle et al. 2018 Eq. 4) and the task
 /// overhead (Eq. 2) of every locality over one phase.
 #[derive(Debug)]
 pub struct PhaseCounters {

@@ -77,7 +77,7 @@ enum Command {
 /// The figures `courier plot` draws.
 #[derive(Debug, Subcommand)]
 enum Figure {
-    /// A heat map of VALUE over (X, Y), as seed 000 Fig. 8.
+    /// A heat map of VALUE over (X, Y), as Wagle et al. 2018 Fig. 8.
     Heatmap {
         #[command(flatten)]
         common: PlotArgs,
@@ -88,7 +88,7 @@ enum Figure {
         #[arg(long, default_value = "seconds")]
         value: String,
     },
-    /// Y against X, one line per value of SERIES, as seed 000 Fig. 5.
+    /// Y against X, one line per value of SERIES, as Wagle et al. 2018 Fig. 5.
     Lines {
         #[command(flatten)]
         common: PlotArgs,
@@ -102,7 +102,7 @@ enum Figure {
         #[arg(long)]
         log_x: bool,
     },
-    /// Every row as a point (X, Y) with Pearson's coefficient, as seed 000
+    /// Every row as a point (X, Y) with Pearson's coefficient, as Wagle et al. 2018
     /// Figs. 4 and 7 (and Spearman's); prints both.
     Scatter {
         #[command(flatten)]

@@ -1,5 +1,5 @@
 //! `courier plot`: figures from a `courier sweep` CSV, drawn as SVG with
-//! `plotters`: a heat map (seed 000 Fig. 8), lines per series (Fig. 5) and
+//! `plotters`: a heat map (Wagle et al. 2018 Fig. 8), lines per series (Fig. 5) and
 //! a scatter plot with Pearson's coefficient (Figs. 4 and 7). Repeated
 //! measurements of one point are reduced to their median.
 
@@ -168,7 +168,7 @@ fn label(v: f64) -> String {
 }
 
 /// Heat map of the median `value` per (`x`, `y`), cells in the order of the
-/// distinct values (seed 000 Fig. 8).
+/// distinct values (Wagle et al. 2018 Fig. 8).
 pub(crate) fn heatmap(
     table: &Table,
     x: &str,
@@ -245,7 +245,7 @@ fn dedup(keys: impl Iterator<Item = Key>) -> Vec<Key> {
     v
 }
 
-/// One line per value of `series`: the median `y` at each `x` (seed 000
+/// One line per value of `series`: the median `y` at each `x` (Wagle et al. 2018
 /// Fig. 5), with a logarithmic x axis when `log_x`.
 pub(crate) fn lines(
     table: &Table,
@@ -342,7 +342,7 @@ fn span(values: &[f64]) -> (f64, f64) {
 }
 
 /// Every row as a point (`x`, `y`); returns Pearson's and Spearman's
-/// coefficients, which the title also shows (seed 000 Figs. 4 and 7).
+/// coefficients, which the title also shows (Wagle et al. 2018 Figs. 4 and 7).
 pub(crate) fn scatter(
     table: &Table,
     x: &str,

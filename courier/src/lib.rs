@@ -75,7 +75,8 @@ pub use ids::{ActionId, LocalityId};
 #[cfg(feature = "cli")]
 pub use launch::RuntimeArgs;
 pub use launch::{
-    Config, DEFAULT_MAX_FRAME_BYTES, TransportKind, launch, launch_spmd, launcher, report_to_stderr,
+    Config, DEFAULT_MAX_FRAME_BYTES, MpiProgress, TransportKind, launch, launch_spmd, launcher,
+    report_to_stderr,
 };
 pub use parcel::{BatchFuture, CallError, CallFuture};
 pub use runtime::{

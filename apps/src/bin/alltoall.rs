@@ -1,5 +1,5 @@
 //! The ACKed all-to-all synthetic benchmark of Narayanan's TRAM thesis
-//! (seed 004 §5.2–5.3) on Courier: every locality sends `--messages`
+//! (Narayanan 2020 §5.2–5.3) on Courier: every locality sends `--messages`
 //! messages of `--bytes` payload to every other locality, posting one
 //! action per message; a receiver sends a sender a cumulative ACK for every
 //! `--ack-every` messages it has from it, and a sender sends a batch of

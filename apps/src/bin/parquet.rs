@@ -1,4 +1,4 @@
-//! The rotation phase of the Parquet application (seed 000 §IV.C): every
+//! The rotation phase of the Parquet application (Wagle et al. 2018 §IV.C): every
 //! locality sends 8·Nc² parcels of Nc complex doubles (one row of its
 //! rank-3 tensor each), spread round-robin over the other localities; no
 //! parcel depends on another. Receivers keep an order-independent checksum
@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! cargo run --release -p courier-apps --bin parquet -- --localities 4 --nc 64
-//! parquet --num-parcels 4 --interval-us 5000   # seed 000's best setting on 4 nodes
+//! parquet --num-parcels 4 --interval-us 5000   # Wagle et al. 2018's best setting on 4 nodes
 //! ```
 //!
 //! Each iteration line is `phase N: key=value ...`, which `courier sweep` reads.

@@ -180,7 +180,7 @@ async fn sweep(rt: Runtime, iterations: u32, max_bytes: usize) -> anyhow::Result
     Ok(())
 }
 
-/// Sparse traffic with coalescing on must cost no latency (seed 000's
+/// Sparse traffic with coalescing on must cost no latency (Wagle et al. 2018's
 /// bypass): 8-byte round trips with a pause of three intervals before each,
 /// coalescing off and on (count policy, both ways) in alternating blocks.
 /// Back-to-back round trips with coalescing on are shown too: each waits for

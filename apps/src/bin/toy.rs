@@ -1,4 +1,4 @@
-//! The toy application of seed 000 (Listing 1): locality 0 calls `get_cplx`
+//! The toy application of Wagle et al. 2018 (Listing 1): locality 0 calls `get_cplx`
 //! on locality 1 `--parcels` times, awaits every result and checks that each
 //! is exactly (13.3, −23.8); `--phases` times, one line per phase with the
 //! network overhead n_oh and the task overhead of every locality.
@@ -7,7 +7,7 @@
 //! cargo run --release -p courier-apps --bin toy -- --localities 2
 //! toy --coalescing off                        # one message per call
 //! toy --num-parcels 2048 --interval-us 2000   # the count policy's parameters
-//! toy --phase-num-parcels 128,16,4,1          # seed 000 Fig. 9: change them per phase
+//! toy --phase-num-parcels 128,16,4,1          # Wagle et al. 2018 Fig. 9: change them per phase
 //! ```
 //!
 //! Each phase line is `phase N: key=value ...`, which `courier sweep` reads.
@@ -72,7 +72,7 @@ fn main() -> ExitCode {
             "toy: {} localities over {transport:?}, {parcels} calls of get_cplx per phase, {phases} phases",
             rt.num_localities()
         );
-        // Per phase, as seed 000 measures: network overhead (Eq. 4) and task
+        // Per phase, as Wagle et al. 2018 measures: network overhead (Eq. 4) and task
         // overhead (Eq. 2) on every locality.
         let mut counters = PhaseCounters::new(&rt)?;
         let mut wrong_total = 0;

@@ -1,8 +1,8 @@
 //! Flush policies: when a buffer of parcels becomes a message.
 //!
 //! [`Coalescing`] is what a user sets per action (and per destination):
-//! off, the HPX count policy ([`CountPolicy`], seed 000 Algorithm 1), or
-//! the TRAM byte policy ([`BytePolicy`], seed 004). Both policies implement
+//! off, the HPX count policy ([`CountPolicy`], Wagle et al. 2018 Algorithm 1), or
+//! the TRAM byte policy ([`BytePolicy`], Narayanan 2020). Both policies implement
 //! the one internal [`FlushPolicy`] trait, which the buffer asks after every
 //! parcel it takes.
 
@@ -49,9 +49,9 @@ use serde::{Deserialize, Serialize};
 pub enum Coalescing {
     /// Every parcel is sent as its own message, at once.
     Off,
-    /// Count parcels (HPX, seed 000 Algorithm 1).
+    /// Count parcels (HPX, Wagle et al. 2018 Algorithm 1).
     Count(CountPolicy),
-    /// Count bytes (Charm++ TRAM, seed 004).
+    /// Count bytes (Charm++ TRAM, Narayanan 2020).
     Bytes(BytePolicy),
 }
 
@@ -62,7 +62,7 @@ impl Default for Coalescing {
     }
 }
 
-/// HPX's policy (seed 000 Algorithm 1): a message holds up to `num_parcels`
+/// HPX's policy (Wagle et al. 2018 Algorithm 1): a message holds up to `num_parcels`
 /// parcels. The first parcel into an empty buffer starts a timer of
 /// `interval_us`; the buffer is flushed when it holds `num_parcels` parcels,
 /// reaches `max_bytes`, or the timer fires. A parcel that comes more than
@@ -104,7 +104,7 @@ impl CountPolicy {
     };
 }
 
-/// TRAM's policy (seed 004 §1.4, Appendix B): a buffer of `buffer_bytes`
+/// TRAM's policy (Narayanan 2020 §1.4, Appendix B): a buffer of `buffer_bytes`
 /// (b) is flushed once it holds more than `threshold`·b bytes (f_t) or its
 /// first parcel waited `timeout_us`; a parcel larger than `cutoff`·b (f_c)
 /// is not buffered but sent at once, after what the buffer holds (in the same
@@ -125,7 +125,7 @@ pub struct BytePolicy {
 }
 
 impl BytePolicy {
-    /// 16 KiB, f_t = 0.9, f_c = 0.1, 100 µs, direct (the example of seed 004
+    /// 16 KiB, f_t = 0.9, f_c = 0.1, 100 µs, direct (the example of Narayanan 2020
     /// Appendix B with a round buffer size and one dimension).
     pub const DEFAULT: BytePolicy = BytePolicy {
         buffer_bytes: 16 << 10,
@@ -172,7 +172,7 @@ impl Coalescing {
                 }
                 if p.threshold + p.cutoff > 1.0 + 1e-12 {
                     return Err(format!(
-                        "threshold + cutoff must be at most 1 (seed 004 Eq. 1.3), not {} + {}",
+                        "threshold + cutoff must be at most 1 (Narayanan 2020 Eq. 1.3), not {} + {}",
                         p.threshold, p.cutoff
                     ));
                 }
@@ -181,7 +181,7 @@ impl Coalescing {
         }
     }
 
-    /// The virtual topology calls travel through (seed 004 §2.1): 1, each
+    /// The virtual topology calls travel through (Narayanan 2020 §2.1): 1, each
     /// call goes straight to its destination; 2, the localities form a grid
     /// of ⌈√N⌉ columns and a call to a locality in another row and column
     /// goes first to the locality in the caller's row and the destination's

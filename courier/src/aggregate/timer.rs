@@ -1,5 +1,5 @@
 //! The flush timer: one thread per locality that flushes buffers whose
-//! first parcel has waited long enough (seed 000 §II.B: a dedicated thread,
+//! first parcel has waited long enough (Wagle et al. 2018 §II.B: a dedicated thread,
 //! ~33 µs late on average there).
 //!
 //! Deadlines live in an ordered set keyed by (deadline, buffer set); the

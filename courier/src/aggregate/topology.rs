@@ -1,4 +1,4 @@
-//! Virtual topologies (seed 004 §2.1): which locality a call goes to first.
+//! Virtual topologies (Narayanan 2020 §2.1): which locality a call goes to first.
 //!
 //! In the 2D grid, locality `r` of `n` sits at row `r / c`, column `r % c`,
 //! with `c = ⌈√n⌉` columns (the last row may be short). A call from `s` to

@@ -677,7 +677,7 @@ pub(crate) static TYPES: &[CounterType] = &[
     worker_counter!(
         "/threads/background-overhead",
         "",
-        "network overhead n_oh = background time / (task loop time + background time), seed 000 Eq. 4",
+        "network overhead n_oh = background time / (task loop time + background time), Wagle et al. 2018 Eq. 4",
         |w| Raw::Ratio {
             num: w.background_ns,
             den: busy(&w)
@@ -704,7 +704,7 @@ pub(crate) static TYPES: &[CounterType] = &[
     worker_counter!(
         "/threads/background-work",
         "ns",
-        "time in background work (network progress), seed 000 Eq. 3",
+        "time in background work (network progress), Wagle et al. 2018 Eq. 3",
         |w| Raw::Count(w.background_ns)
     ),
     worker_counter!("/threads/count/cumulative", "", "tasks finished", |w| {
@@ -737,7 +737,7 @@ pub(crate) static TYPES: &[CounterType] = &[
     worker_counter!(
         "/threads/time/average-overhead",
         "ns",
-        "average scheduling cost of a task ((t_func - t_exec) / tasks), seed 000 Eq. 2",
+        "average scheduling cost of a task ((t_func - t_exec) / tasks), Wagle et al. 2018 Eq. 2",
         |w| Raw::Ratio {
             num: w.func_ns.saturating_sub(w.exec_ns),
             den: w.finished

@@ -1,30 +1,6 @@
 //! [`Config`]: how many localities, which transport, how many workers.
 //!
-//! # Precedence
-//!
-//! Defaults, then `COURIER_*` environment variables, then builder calls (and
-//! the command-line flags of [`RuntimeArgs`], which call the builder).
-//!
-//! # Environment variables
-//!
-//! | variable | meaning | default |
-//! |---|---|---|
-//! | `COURIER_LOCALITIES` | number of localities (processes) | 1 |
-//! | `COURIER_TRANSPORT` | `tcp` or `inproc` | `tcp` |
-//! | `COURIER_WORKERS` | worker threads per locality | cores ÷ localities on this host, at least 1 |
-//! | `COURIER_LISTEN` | IP address localities listen on and advertise | `127.0.0.1` |
-//! | `COURIER_MAX_FRAME_BYTES` | largest frame a locality accepts | 1 GiB |
-//!
-//! Set by launchers (the program itself, `courier run`, or by hand across
-//! hosts; see the README):
-//!
-//! | variable | meaning |
-//! |---|---|
-//! | `COURIER_RANK` | this process's locality rank; its presence means "join a job" |
-//! | `COURIER_ROOT` | `host:port` of the rendezvous (served by rank 0 or by `courier run`) |
-//! | `COURIER_SECRET` | the job secret, 32 hex digits |
-//! | `COURIER_LAUNCHER` | `1` when a launcher, not rank 0, serves the rendezvous |
-//! | `COURIER_LOCAL_LOCALITIES` | localities on this host, to size the worker pools |
+//! The table of every variable is on [`Config`].
 
 use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -73,10 +49,69 @@ impl FromStr for TransportKind {
     }
 }
 
+/// Who makes MPI progress under the MPI transport (`COURIER_MPI_PROGRESS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum MpiProgress {
+    /// The workers drive MPI from their background work, one at a time,
+    /// when MPI grants `MPI_THREAD_SERIALIZED` or better; one MPI thread
+    /// otherwise.
+    #[default]
+    Workers,
+    /// One MPI thread makes every MPI call, whatever MPI grants (what an
+    /// MPI with only `MPI_THREAD_FUNNELED` gets anyway).
+    Funneled,
+}
+
+impl FromStr for MpiProgress {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "workers" => Ok(MpiProgress::Workers),
+            "funneled" => Ok(MpiProgress::Funneled),
+            other => Err(Error::Config(format!(
+                "unknown MPI progress mode `{other}`: expected `workers` or `funneled`"
+            ))),
+        }
+    }
+}
+
 /// The default largest frame a locality accepts: 1 GiB.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 1 << 30;
 
 /// The configuration of a job, passed to [`launch`](crate::launch).
+///
+/// # Precedence
+///
+/// Defaults, then `COURIER_*` environment variables, then builder calls (and
+/// the command-line flags of `RuntimeArgs` (feature `cli`), which call the builder).
+///
+/// # Environment variables
+///
+/// | variable | builder | meaning | default |
+/// |---|---|---|---|
+/// | `COURIER_LOCALITIES` | [`Config::localities`] | number of localities (processes) | 1 |
+/// | `COURIER_TRANSPORT` | [`Config::transport`] | `tcp`, `inproc` or `mpi` | `tcp`; `mpi` under an MPI launcher |
+/// | `COURIER_WORKERS` | [`Config::workers`] | worker threads per locality | cores ÷ localities on this host, at least 1 |
+/// | `COURIER_LISTEN` | [`Config::listen`] | IP address localities listen on and advertise | `127.0.0.1` |
+/// | `COURIER_MAX_FRAME_BYTES` | [`Config::max_frame_bytes`] | largest frame a locality accepts | 1 GiB |
+/// | `COURIER_COALESCING` | [`Config::coalescing`] | coalescing of actions declared with `#[courier::action(coalescing)]` (`off`, `on`, `count:...`, `bytes:...`; see [`Coalescing`]) | `count` with its defaults |
+/// | `COURIER_MPI_PROGRESS` | [`Config::mpi_progress`] | `workers` or `funneled` ([`MpiProgress`]) | `workers` |
+///
+/// A value that does not parse makes [`launch`](crate::launch) fail with
+/// [`Error::Config`] naming the variable.
+///
+/// Set by launchers (the program itself, `courier run`, or by hand across
+/// hosts; see the README):
+///
+/// | variable | meaning |
+/// |---|---|
+/// | `COURIER_RANK` | this process's locality rank; its presence means "join a job" |
+/// | `COURIER_ROOT` | `host:port` of the rendezvous (served by rank 0 or by `courier run`) |
+/// | `COURIER_SECRET` | the job secret, 32 hex digits |
+/// | `COURIER_LAUNCHER` | `1` when a launcher, not rank 0, serves the rendezvous |
+/// | `COURIER_LOCAL_LOCALITIES` | localities on this host, to size the worker pools |
 ///
 /// # Examples
 ///
@@ -105,6 +140,7 @@ pub struct Config {
     pub(crate) list_counters: bool,
     pub(crate) counters_http: Option<SocketAddr>,
     pub(crate) states: Vec<StateMaker>,
+    pub(crate) mpi_progress: MpiProgress,
 }
 
 impl Default for Config {
@@ -152,6 +188,7 @@ impl Config {
             list_counters: false,
             counters_http: None,
             states: Vec::new(),
+            mpi_progress: env_value("COURIER_MPI_PROGRESS", &mut errors).unwrap_or_default(),
         };
         Config {
             env_error: (!errors.is_empty()).then(|| errors.join("; ")),
@@ -189,6 +226,14 @@ impl Config {
     pub fn transport(mut self, transport: TransportKind) -> Self {
         self.transport = transport;
         self.transport_explicit = true;
+        self
+    }
+
+    /// Sets who makes MPI progress under the MPI transport (default
+    /// [`MpiProgress::Workers`]; `COURIER_MPI_PROGRESS`). Other transports
+    /// ignore it.
+    pub fn mpi_progress(mut self, progress: MpiProgress) -> Self {
+        self.mpi_progress = progress;
         self
     }
 
@@ -375,5 +420,27 @@ impl Config {
             let cores = std::thread::available_parallelism().map_or(1, usize::from);
             (cores / local.max(1) as usize).max(1)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_modes_parse_and_others_are_refused() {
+        assert_eq!(
+            "workers".parse::<MpiProgress>().unwrap(),
+            MpiProgress::Workers
+        );
+        assert_eq!(
+            "funneled".parse::<MpiProgress>().unwrap(),
+            MpiProgress::Funneled
+        );
+        let err = "funnelled".parse::<MpiProgress>().unwrap_err().to_string();
+        assert!(
+            err.contains("`funnelled`") && err.contains("`workers` or `funneled`"),
+            "{err}"
+        );
     }
 }

@@ -24,7 +24,7 @@ pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) ->
     use crate::runtime::Locality;
     use crate::transport::mpi::{Mpi, MpiProcess};
 
-    let funneled = std::env::var("COURIER_MPI_PROGRESS").is_ok_and(|v| v == "funneled");
+    let funneled = config.mpi_progress == super::MpiProgress::Funneled;
     let fingerprint = registry().fingerprint();
     let (process, startup) = MpiProcess::start(fingerprint, funneled).map_err(Error::startup)?;
     let (rank, size) = (startup.rank, startup.size);

@@ -18,12 +18,12 @@ pub(crate) struct WorkerStats {
     pub(crate) polls: u64,
     /// Tasks that finished (their future returned `Ready` or panicked).
     pub(crate) finished: u64,
-    /// Nanoseconds spent inside task polls (`t_exec` of seed 000 Eq. 2).
+    /// Nanoseconds spent inside task polls (`t_exec` of Wagle et al. 2018 Eq. 2).
     pub(crate) exec_ns: u64,
     /// Nanoseconds spent in the worker loop outside parking: task polls plus
-    /// finding tasks and bookkeeping (`t_func` of seed 000 Eq. 1).
+    /// finding tasks and bookkeeping (`t_func` of Wagle et al. 2018 Eq. 1).
     pub(crate) func_ns: u64,
-    /// Nanoseconds spent in background work (network progress), seed 000 Eq. 3.
+    /// Nanoseconds spent in background work (network progress), Wagle et al. 2018 Eq. 3.
     pub(crate) background_ns: u64,
     /// Nanoseconds spent parked or spinning with nothing to do.
     pub(crate) idle_ns: u64,

@@ -81,7 +81,7 @@ thread_local! {
 
 /// Charges `ns` of network work (sending a frame) done inside the current
 /// task: the worker counts it as background work, not as task time, so that
-/// n_oh (seed 000 Eq. 4) covers sending as well as receiving, as it does in
+/// n_oh (Wagle et al. 2018 Eq. 4) covers sending as well as receiving, as it does in
 /// HPX where the parcel port sends in the background. Off worker threads
 /// (the flush timer) it is ignored.
 pub(crate) fn charge_network(ns: u64) {
