@@ -50,6 +50,14 @@ const CHILD_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// exits when the job ends. Code before `launch` therefore runs on every
 /// locality, code after it only on the root.
 ///
+/// # Process exit
+///
+/// `launch` and [`launch_spmd`] are the only places Courier ends the
+/// process: a non-root locality of a `launch` job exits with status 0 when
+/// the root stops the job (1 when it lost the root; an MPI rank after
+/// finalizing MPI), and [`Config::list_counters`] prints the counter types
+/// and exits with status 0.
+///
 /// # Examples
 ///
 /// ```
