@@ -6,7 +6,8 @@
 //! - `settings`: the setting of every action towards every destination.
 //! - `set`: one worker's buffers.
 //! - `buffer`: one buffer and its statistics.
-//! - `timer`: the flush timer thread.
+//! - `timer`: the flush timer thread; `entry`: its hold on a set (one
+//!   entry, and whether the set holds parcels), loom-checked.
 //! - `topology`: the 2D virtual grid.
 //!
 //! The `Runtime` methods that change settings are in the runtime room
@@ -33,6 +34,7 @@
 //! same destination), as parcels handled by several workers always could.
 
 mod buffer;
+mod entry;
 mod policy;
 mod set;
 mod settings;
@@ -48,6 +50,7 @@ pub use policy::{BytePolicy, Coalescing, CountPolicy};
 pub(crate) use timer::{Key, Lateness};
 
 use buffer::Buffer;
+use entry::Fired;
 use set::{BufferSet, Buffers, CHECK_EVERY, Locked, lane, lane_parts};
 use settings::Settings;
 use timer::{Epoch, FlushTimer};
@@ -368,7 +371,7 @@ impl Aggregator {
         buffers.earliest = buffers.earliest.min(deadline);
         // Before the entry is looked at: a timer entry that fires between
         // the two sees the set holding (see `flush_due`).
-        self.sets[set].holding.store(true, Ordering::SeqCst);
+        self.sets[set].timer.hold();
         self.sets[set].armed_ns.store(deadline, Ordering::Relaxed);
         let grace = if self.is_worker_set(set) {
             TIMER_GRACE_NS
@@ -380,12 +383,7 @@ impl Aggregator {
 
     /// Gives set `set` a timer entry at `at` if it has none.
     fn arm_entry(&self, set: usize, at: u64) {
-        let entry = &self.sets[set].timer_entry;
-        if entry.load(Ordering::SeqCst) == 0
-            && entry
-                .compare_exchange(0, at, Ordering::SeqCst, Ordering::Relaxed)
-                .is_ok()
-        {
+        if self.sets[set].timer.claim(at) {
             let precise = !self.is_worker_set(set);
             self.timer.arm(
                 at,
@@ -447,19 +445,14 @@ impl Aggregator {
     pub(crate) fn flush_due(&self, outbox: &dyn Outbox, key: Key, deadline: u64) {
         let index = key.set as usize;
         let set = &self.sets[index];
-        if set
-            .timer_entry
-            .compare_exchange(deadline, 0, Ordering::SeqCst, Ordering::Relaxed)
-            .is_err()
-        {
-            // A stale entry: the set has another.
-            return;
+        let fired = set.timer.fire(deadline);
+        if fired == Fired::Stale {
+            return; // the set has another entry
         }
-        // After the entry is gone (SeqCst, against `arm_set`'s store then
-        // load): a set found empty here gets a new entry from its next
-        // parcel, since that parcel's `arm_entry` sees no entry.
+        // A set found idle gets a new entry from its next parcel, which
+        // finds no entry (see `entry.rs`).
         let now = self.epoch.elapsed_ns();
-        if !set.holding.load(Ordering::SeqCst) {
+        if fired == Fired::Idle {
             if self.is_worker_set(index)
                 && now
                     < set
@@ -487,7 +480,7 @@ impl Aggregator {
                 let next = buffers.earliest;
                 self.arm_set(index, &mut buffers, next);
             } else {
-                set.holding.store(false, Ordering::Relaxed);
+                set.timer.release();
             }
         }
         Self::send_taken(outbox, taken);
@@ -529,7 +522,7 @@ impl Aggregator {
             }
             // Empty now (a buffer with parcels is listed): its timer entry,
             // if any, ends without taking the set.
-            self.sets[set].holding.store(false, Ordering::Relaxed);
+            self.sets[set].timer.release();
         }
         let any = !taken.is_empty();
         Self::send_taken(outbox, taken);

@@ -10,9 +10,10 @@
 //! task.
 
 use super::buffer::Buffer;
+use super::entry::TimerSlot;
 use crate::parcel::RunKind;
 use crate::sync::BiasedLock;
-use crate::sync::atomic::{AtomicBool, AtomicU64};
+use crate::sync::atomic::AtomicU64;
 
 /// A locked set of buffers.
 pub(crate) type Locked<'a> = crate::sync::BiasedGuard<'a, Buffers>;
@@ -34,17 +35,11 @@ pub(crate) fn lane_parts(lane: usize) -> (usize, RunKind) {
 #[derive(Debug)]
 pub(crate) struct BufferSet {
     inner: BiasedLock<Buffers>,
-    /// The deadline of the set's live entry in the flush timer (0: none).
-    /// Outside the lock: the timer thread renews it without taking the set.
-    pub(crate) timer_entry: AtomicU64,
-    /// Whether the set may hold parcels: set (`SeqCst`, before the timer
-    /// entry is looked at) when a buffer gets its first parcel, cleared
-    /// when a flush empties the set. A timer entry that finds it clear
-    /// ends without taking the set: the set's worker flushed it when it
-    /// ran out of tasks, and taking a worker's set from another thread
-    /// costs that worker a `membarrier`. May be set while the set is
-    /// empty, never clear while it holds parcels whose entry has fired.
-    pub(crate) holding: AtomicBool,
+    /// The flush timer's hold on the set (its one entry, and whether it
+    /// may hold parcels). Outside the lock: the timer thread reads it
+    /// without taking the set, which would cost the set's worker a
+    /// `membarrier`.
+    pub(crate) timer: TimerSlot,
     /// The deadline the set's last newly filled buffer got (ns on the
     /// coalescing clock): how recently the set was in use.
     pub(crate) armed_ns: AtomicU64,
@@ -93,8 +88,7 @@ impl BufferSet {
             earliest: u64::MAX,
         };
         BufferSet {
-            timer_entry: AtomicU64::new(0),
-            holding: AtomicBool::new(false),
+            timer: TimerSlot::default(),
             armed_ns: AtomicU64::new(0),
             checked_ns: AtomicU64::new(0),
             inner: if owned {

@@ -60,6 +60,7 @@ impl Runtime {
     /// This is the cheapest way to run code elsewhere: the parcel is a few
     /// bytes appended to a buffer, and the receiver runs a buffer's calls
     /// in a loop.
+    #[inline]
     pub fn post<A: Action>(
         &self,
         dest: LocalityId,
@@ -239,6 +240,7 @@ fn call_pending<A: Action>(
 
 /// Encodes a call of `A` (registry slot `slot`, if registered) into the
 /// buffer for `hop`, its first hop towards `dest`.
+#[inline]
 fn send_call<A: Action>(
     l: &Locality,
     slot: Option<usize>,
