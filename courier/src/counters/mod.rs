@@ -23,9 +23,9 @@
 //! serves every counter to Prometheus; `--print-counter` prints them
 //! ([`CounterFormat`]). The full list, with formulas, is in `COUNTERS.md`.
 //!
-//! Inside: `name` (the grammar), `registry` (every counter type and how it
-//! is sampled from a locality's `runtime::Metrics`), `set`,
-//! `value`, `derived`, `print`, `prometheus`.
+//! Inside: `handle` (those two methods), `name` (the grammar), `registry`
+//! (every counter type and how it is sampled from a locality's
+//! `runtime::Metrics`), `set`, `value`, `derived`, `print`, `prometheus`.
 //!
 //! The sources are cheap enough to stay on: each worker counts in plain
 //! fields and publishes them to its own cache-line-aligned atomics at
@@ -35,6 +35,7 @@
 //! one.
 
 mod derived;
+mod handle;
 mod name;
 mod print;
 mod prometheus;

@@ -68,36 +68,9 @@ impl Drop for MetricsServer {
     }
 }
 
-impl Runtime {
-    /// Serves every counter of the job at `http://ADDR/metrics` in the
-    /// Prometheus text format until the returned server is dropped.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::io::{Read, Write};
-    /// use courier::{Config, TransportKind};
-    ///
-    /// // Two workers: the main task blocks one of them while it waits for
-    /// // the scrape, and the scrape needs a worker to sample locality 0.
-    /// let config = Config::new().localities(2).workers(2).transport(TransportKind::Inproc);
-    /// courier::launch(config, |rt| async move {
-    ///     let server = rt.serve_metrics("127.0.0.1:0".parse()?)?;
-    ///     let body = std::thread::spawn(move || {
-    ///         let mut s = std::net::TcpStream::connect(server.local_addr()).unwrap();
-    ///         s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    ///         let mut body = String::new();
-    ///         s.read_to_string(&mut body).unwrap();
-    ///         body
-    ///     })
-    ///     .join()
-    ///     .unwrap();
-    ///     assert!(body.contains("courier_parcels_count_sent_total{locality=\"1\",instance=\"total\"}"));
-    ///     Ok(())
-    /// })
-    /// .unwrap();
-    /// ```
-    pub fn serve_metrics(&self, addr: SocketAddr) -> std::io::Result<MetricsServer> {
+impl MetricsServer {
+    /// The server behind [`Runtime::serve_metrics`].
+    pub(crate) fn start(rt: &Runtime, addr: SocketAddr) -> std::io::Result<MetricsServer> {
         let listener = TcpListener::bind(addr)?;
         let addr = listener.local_addr()?;
         let mut names: Vec<String> = SCRAPED.iter().map(|s| (*s).to_owned()).collect();
@@ -108,7 +81,7 @@ impl Runtime {
                     .map(|pattern| format!("{pattern}@{}", entry.name())),
             );
         }
-        let set = self
+        let set = rt
             .counters(names)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         let stop = Arc::new(AtomicBool::new(false));

@@ -90,12 +90,9 @@ enum Item {
     Statistics(Statistics),
 }
 
-impl Runtime {
-    /// A set of the counters named by `names` (HPX grammar, wildcards and
-    /// derived counters allowed; see `COUNTERS.md`). Fails at once on a
-    /// malformed name, an unknown counter type, or a locality the job does
-    /// not have.
-    pub fn counters<I, S>(&self, names: I) -> Result<CounterSet, CounterError>
+impl CounterSet {
+    /// The set behind [`Runtime::counters`].
+    pub(crate) fn open<I, S>(rt: &Runtime, names: I) -> Result<CounterSet, CounterError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -108,13 +105,17 @@ impl Runtime {
                 reason: e.0,
             };
             let item = match derived::parse(name).map_err(bad_name)? {
-                None => Item::Plain(self.check(name, CounterName::parse(name).map_err(bad_name)?)?),
+                None => Item::Plain(check(
+                    rt,
+                    name,
+                    CounterName::parse(name).map_err(bad_name)?,
+                )?),
                 Some(Derived::Arithmetic { op, operands }) => Item::Arithmetic {
                     name: name.trim().to_owned(),
                     op,
                     operands: operands
                         .into_iter()
-                        .map(|o| self.check(name, o))
+                        .map(|o| check(rt, name, o))
                         .collect::<Result<_, _>>()?,
                 },
                 Some(Derived::Statistics {
@@ -123,8 +124,8 @@ impl Runtime {
                     interval,
                     window,
                 }) => {
-                    let base = self.check(name, base)?;
-                    let mut base_set = CounterSet::new(self, vec![Item::Plain(base)]);
+                    let base = check(rt, name, base)?;
+                    let mut base_set = CounterSet::new(rt, vec![Item::Plain(base)]);
                     Item::Statistics(Statistics::start(
                         name.trim().to_owned(),
                         stat,
@@ -136,43 +137,43 @@ impl Runtime {
             };
             items.push(item);
         }
-        Ok(CounterSet::new(self, items))
+        Ok(CounterSet::new(rt, items))
     }
+}
 
-    /// Checks that `counter` (from the name `name`) exists in this job.
-    fn check(&self, name: &str, counter: CounterName) -> Result<CounterName, CounterError> {
-        let not_found = |reason| CounterError::NotFound {
-            name: name.to_owned(),
-            reason,
-        };
-        if registry::matching(&counter.type_name()).is_empty() {
-            return Err(not_found(registry::unknown_type_message(
-                &counter.type_name(),
+/// Checks that `counter` (from the name `name`) exists in `rt`'s job.
+fn check(rt: &Runtime, name: &str, counter: CounterName) -> Result<CounterName, CounterError> {
+    let not_found = |reason| CounterError::NotFound {
+        name: name.to_owned(),
+        reason,
+    };
+    if registry::matching(&counter.type_name()).is_empty() {
+        return Err(not_found(registry::unknown_type_message(
+            &counter.type_name(),
+        )));
+    }
+    if let Some(t) = registry::get(&counter.type_name()) {
+        let histogram = matches!(
+            t.parameters,
+            registry::Parameters::Histogram | registry::Parameters::ActionHistogram
+        );
+        if histogram {
+            t.histogram_spec(counter.parameters.as_deref())
+                .map_err(|reason| CounterError::BadName {
+                    name: name.to_owned(),
+                    reason,
+                })?;
+        }
+    }
+    if let Index::At(l) = counter.locality {
+        if l >= rt.num_localities() {
+            return Err(not_found(format!(
+                "locality#{l} does not exist: the job has {} localities",
+                rt.num_localities()
             )));
         }
-        if let Some(t) = registry::get(&counter.type_name()) {
-            let histogram = matches!(
-                t.parameters,
-                registry::Parameters::Histogram | registry::Parameters::ActionHistogram
-            );
-            if histogram {
-                t.histogram_spec(counter.parameters.as_deref())
-                    .map_err(|reason| CounterError::BadName {
-                        name: name.to_owned(),
-                        reason,
-                    })?;
-            }
-        }
-        if let Index::At(l) = counter.locality {
-            if l >= self.num_localities() {
-                return Err(not_found(format!(
-                    "locality#{l} does not exist: the job has {} localities",
-                    self.num_localities()
-                )));
-            }
-        }
-        Ok(counter)
     }
+    Ok(counter)
 }
 
 fn kind_of(raw: &registry::Raw) -> CounterKind {
