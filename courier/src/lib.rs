@@ -101,18 +101,23 @@ pub mod __private {
     #[cfg(feature = "test-hooks")]
     /// Sends `body` as a raw frame (after the transport's headroom) to
     /// `dest`, bypassing encoding and the sender's size check: for testing
-    /// how a locality handles malformed input.
+    /// how a locality handles malformed input. `parcels` is how many
+    /// parcels the frame carries for termination detection to count as
+    /// sent (the receiver counts those it decodes).
     pub fn send_raw_frame(
         rt: &crate::Runtime,
         dest: crate::LocalityId,
         body: &[u8],
+        parcels: u64,
     ) -> Result<(), String> {
         let mut frame = vec![0u8; crate::parcel::FRAME_HEADROOM];
         frame.extend_from_slice(body);
-        rt.inner()
-            .transport
-            .send(dest, frame)
-            .map_err(|e| e.to_string())
+        let l = rt.inner();
+        l.traffic
+            .sent
+            .parcels
+            .fetch_add(parcels, std::sync::atomic::Ordering::SeqCst);
+        l.transport.send(dest, frame).map_err(|e| e.to_string())
     }
 
     #[cfg(feature = "test-hooks")]

@@ -145,7 +145,7 @@ fn send_raw_to_root(bad: BadFrame) {
         BadFrame::Oversized(len) => vec![0; len as usize],
     };
     let rt = courier::current();
-    courier::__private::send_raw_frame(&rt, LocalityId::ROOT, &body).expect("raw send failed");
+    courier::__private::send_raw_frame(&rt, LocalityId::ROOT, &body, 0).expect("raw send failed");
 }
 
 #[courier::action]
@@ -351,4 +351,89 @@ fn bad_configuration_is_a_clear_error() {
             "{err}"
         );
     }
+}
+
+/// Counts the calls of `bump` on the locality that runs them.
+static BUMPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[courier::action]
+fn bump(by: u8) -> u8 {
+    BUMPS.fetch_add(u64::from(by), std::sync::atomic::Ordering::SeqCst);
+    by
+}
+
+/// Locality 1 sends the root one run of three calls of `bump`: the first
+/// wants its result sent to a locality that does not exist, the second
+/// wants it forwarded to a continuation on one, the third wants nothing.
+#[courier::action]
+fn send_bumps_with_bad_replies() {
+    let mut run = Vec::new();
+    // A caller on locality#99.
+    run.push(1);
+    run.extend_from_slice(&99u32.to_le_bytes());
+    run.extend_from_slice(&7u64.to_le_bytes());
+    run.extend_from_slice(&[0, 1, 1]); // part 0, one byte of arguments: 1
+    // A continuation on locality#77 with no caller.
+    run.push(2);
+    run.extend_from_slice(&77u32.to_le_bytes());
+    run.extend_from_slice(&<bump as Action>::ID.to_bits().to_le_bytes());
+    run.extend_from_slice(&[0, 1, 10]); // no caller; arguments: 10
+    // Nobody.
+    run.extend_from_slice(&[0, 1, 100]);
+    let mut body = courier::__private::frame_header(LocalityId::new(1));
+    body.push(0); // a run of calls
+    body.extend_from_slice(&<bump as Action>::ID.to_bits().to_le_bytes());
+    body.extend_from_slice(&3u32.to_le_bytes());
+    body.extend_from_slice(&(run.len() as u32).to_le_bytes());
+    body.extend_from_slice(&run);
+    let rt = courier::current();
+    courier::__private::send_raw_frame(&rt, LocalityId::ROOT, &body, 3).expect("raw send failed");
+}
+
+/// Panics raised inside Courier's own code (not in a test's actions), as
+/// `file:line: message`, recorded by a panic hook installed once.
+fn library_panics() -> &'static std::sync::Mutex<Vec<String>> {
+    static PANICS: std::sync::OnceLock<std::sync::Mutex<Vec<String>>> = std::sync::OnceLock::new();
+    PANICS.get_or_init(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Some(at) = info
+                .location()
+                .filter(|l| l.file().contains("courier/src/"))
+            {
+                let payload = info.payload();
+                let message = payload
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| payload.downcast_ref::<&str>().copied())
+                    .unwrap_or("?");
+                library_panics().lock().unwrap().push(format!(
+                    "{}:{}: {message}",
+                    at.file(),
+                    at.line()
+                ));
+            }
+            previous(info);
+        }));
+        std::sync::Mutex::new(Vec::new())
+    })
+}
+
+#[test]
+fn replies_to_localities_that_do_not_exist_are_dropped_and_the_rest_runs() {
+    library_panics();
+    courier::launch(common::inproc(2), |rt| async move {
+        BUMPS.store(0, std::sync::atomic::Ordering::SeqCst);
+        rt.call(rt.locality(1), send_bumps_with_bad_replies, ())
+            .await?;
+        rt.quiesce().await?;
+        assert_eq!(BUMPS.load(std::sync::atomic::Ordering::SeqCst), 111);
+        // The locality still answers.
+        assert_eq!(rt.call(rt.locality(1), double, (21,)).await?, 42);
+        assert_eq!(rt.call(rt.here(), bump, (0,)).await?, 0);
+        Ok(())
+    })
+    .unwrap();
+    let panics = library_panics().lock().unwrap();
+    assert!(panics.is_empty(), "Courier panicked: {panics:?}");
 }

@@ -8,6 +8,7 @@ use std::pin::Pin;
 
 use super::locality::{Locality, report};
 use crate::action::{CallSite, EncodeOutput, registry};
+use crate::ids::LocalityId;
 use crate::parcel::{Failure, RemoteError, ReplyTo, RunKind};
 
 impl CallSite for Locality {
@@ -15,6 +16,13 @@ impl CallSite for Locality {
         let entries = registry().entries();
         let sent = match reply {
             ReplyTo::Nobody => Ok(()),
+            // A locality index from the wire: a peer may name any.
+            ReplyTo::Caller(caller) if !self.exists(caller.locality) => {
+                return self.report_bad_reply(entries[slot].name(), caller.locality);
+            }
+            ReplyTo::Continue { locality, .. } if !self.exists(locality) => {
+                Err(Failure::NoSuchLocality { count: self.count })
+            }
             ReplyTo::Caller(caller) => {
                 let id = entries[slot].id();
                 let to = caller.locality;
@@ -58,6 +66,9 @@ impl CallSite for Locality {
                 return self.report_failure(action, &error);
             }
         };
+        if !self.exists(caller.locality) {
+            return self.report_bad_reply(action, caller.locality);
+        }
         let id = crate::ids::ActionId::of_name(action);
         let sent = self.send_alone(caller.locality, RunKind::Responses, id, |frame| {
             frame.push_failure(caller, &error);
@@ -77,6 +88,20 @@ impl CallSite for Locality {
 }
 
 impl Locality {
+    /// Whether `locality` is one of this job's.
+    fn exists(&self, locality: LocalityId) -> bool {
+        locality.get() < self.count
+    }
+
+    /// A call named a locality that does not exist for its result.
+    fn report_bad_reply(&self, action: &str, to: LocalityId) {
+        report!(
+            warn,
+            self.here,
+            "a call of `{action}` named {to}, which is not a locality of this job, for its result: dropped"
+        );
+    }
+
     /// Reports a failed call that nobody waits for.
     fn report_failure(&self, action: &str, error: &RemoteError) {
         report!(
