@@ -215,25 +215,33 @@ fn bad_names_are_clear_errors() {
     assert!(err.to_string().contains("/no/such/counter"), "{err}");
 }
 
-fn printed(format: CounterFormat, file: &str) -> String {
+/// Runs `main` in a job of `config` that prints its counters to the
+/// temporary file `file`; returns what was printed.
+fn printed_by<F, Fut>(config: Config, file: &str, main: F) -> String
+where
+    F: FnOnce(Runtime) -> Fut,
+    Fut: std::future::Future<Output = Result<(), courier::BoxError>> + Send + 'static,
+{
     let path = std::env::temp_dir().join(format!("courier-{}-{file}", std::process::id()));
+    courier::launch(config.print_counter_destination(&path), main).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    text
+}
+
+fn printed(format: CounterFormat, file: &str) -> String {
     let config: Config = common::inproc(2)
         .print_counter("/parcels/count/sent")
         .print_counter_reset("/threads{locality#1/total}/count/cumulative")
         .print_counter_interval(Duration::from_millis(10))
-        .print_counter_destination(&path)
         .print_counter_format(format);
-    courier::launch(config, |rt| async move {
+    printed_by(config, file, |rt| async move {
         for _ in 0..200 {
             rt.call(rt.locality(1), take, ([0; 16],)).await?;
         }
         std::thread::sleep(Duration::from_millis(50));
         Ok(())
     })
-    .unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    text
 }
 
 #[test]
@@ -502,21 +510,16 @@ fn poll_histogram_counts_every_poll() {
 /// Prints `names` at the end of a job whose main touches `touch` bytes of
 /// fresh memory; returns the printed text.
 fn printed_at_end(names: &[&str], touch: usize, file: &str) -> String {
-    let path = std::env::temp_dir().join(format!("courier-{}-{file}", std::process::id()));
-    let mut config: Config = common::inproc(2).print_counter_destination(&path);
+    let mut config: Config = common::inproc(2);
     for name in names {
         config = config.print_counter(*name);
     }
-    courier::launch(config, move |rt| async move {
+    printed_by(config, file, move |rt| async move {
         let memory = vec![1u8; touch];
         assert_eq!(memory.iter().map(|&b| b as usize).sum::<usize>(), touch);
         rt.call(rt.locality(1), take, ([0; 16],)).await?;
         Ok(())
     })
-    .unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    text
 }
 
 #[test]

@@ -160,10 +160,17 @@ impl Locality {
         self.transport.close();
     }
 
+    /// Whether `locality` is one of this job's (a locality index read from
+    /// the wire may name any).
+    #[inline]
+    pub(crate) fn exists(&self, locality: LocalityId) -> bool {
+        locality.get() < self.count
+    }
+
     /// Whether `dest` is a locality of this job.
     #[inline]
     pub(crate) fn check_dest(&self, dest: LocalityId) -> Result<(), Failure> {
-        if dest.get() >= self.count {
+        if !self.exists(dest) {
             Err(Failure::NoSuchLocality { count: self.count })
         } else if self.is_stopping() {
             Err(Failure::ShuttingDown)

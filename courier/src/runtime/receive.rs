@@ -187,7 +187,7 @@ impl Locality {
         action: crate::ids::ActionId,
         call: &[u8],
     ) -> Result<(), DecodeError> {
-        if dest.get() >= self.count {
+        if !self.exists(dest) {
             // Nowhere to forward it: answer its caller, if it has one.
             let parsed = decode_call(call, source)?;
             self.send_failure(

@@ -88,11 +88,6 @@ impl CallSite for Locality {
 }
 
 impl Locality {
-    /// Whether `locality` is one of this job's.
-    fn exists(&self, locality: LocalityId) -> bool {
-        locality.get() < self.count
-    }
-
     /// A call named a locality that does not exist for its result.
     fn report_bad_reply(&self, action: &str, to: LocalityId) {
         report!(

@@ -25,7 +25,11 @@
 mod handshake;
 mod secret;
 
-pub(crate) use secret::{BadSecret, NoRandomness, STARTUP_TIMEOUT, Secret};
+pub(crate) use secret::{BadSecret, NoRandomness, Secret};
+
+/// How long localities wait for each other at start-up (the data
+/// connections here, the rendezvous in the launch room).
+pub(crate) const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};

@@ -1,12 +1,7 @@
 //! The per-job secret every TCP connection of a job presents (the data
 //! connections' handshake and the start-up rendezvous).
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
-
-/// How long localities wait for each other at start-up.
-pub(crate) const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The per-job secret every connection must present.
 #[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
