@@ -38,6 +38,7 @@
 //! aggregate   coalescing: per-worker buffers, flush policies, timer, 2D grid
 //! action      the Action trait, the registry, the executor of received calls
 //! transport   inproc, TCP and (feature `mpi`) MPI, behind one small trait
+//! flow        credit-based flow control: send windows, the receiver's ledger
 //! parcel      the wire format, frames, in-place encode/decode, pending calls
 //! sched       the work-stealing scheduler, JoinHandle, yield_now, worker perf events
 //! sync · clock · ids · suggest    leaf rooms: loom-checkable synchronisation,
@@ -59,6 +60,7 @@ mod action;
 mod aggregate;
 mod clock;
 pub mod counters;
+mod flow;
 mod ids;
 mod launch;
 mod parcel;
@@ -71,6 +73,7 @@ mod transport;
 pub use action::Action;
 pub use aggregate::{BytePolicy, Coalescing, CountPolicy};
 pub use courier_macros::action;
+pub use flow::DEFAULT_CREDIT_WINDOW;
 pub use ids::{ActionId, LocalityId};
 #[cfg(feature = "cli")]
 pub use launch::RuntimeArgs;

@@ -380,12 +380,7 @@ fn send_bumps_with_bad_replies() {
     run.extend_from_slice(&[0, 1, 10]); // no caller; arguments: 10
     // Nobody.
     run.extend_from_slice(&[0, 1, 100]);
-    let mut body = courier::__private::frame_header(LocalityId::new(1));
-    body.push(0); // a run of calls
-    body.extend_from_slice(&<bump as Action>::ID.to_bits().to_le_bytes());
-    body.extend_from_slice(&3u32.to_le_bytes());
-    body.extend_from_slice(&(run.len() as u32).to_le_bytes());
-    body.extend_from_slice(&run);
+    let body = common::calls_frame(1, <bump as Action>::ID, 3, &run);
     let rt = courier::current();
     courier::__private::send_raw_frame(&rt, LocalityId::ROOT, &body, 3).expect("raw send failed");
 }

@@ -16,6 +16,7 @@ const STACK: &[&[&str]] = &[
     &["sync", "suggest", "clock", "ids"],
     &["sched"],
     &["parcel"],
+    &["flow"],
     &["transport"],
     &["action"],
     &["aggregate"],

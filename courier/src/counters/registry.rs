@@ -356,6 +356,16 @@ macro_rules! coalescing_counter {
     };
 }
 
+/// A `/flow` counter of the locality.
+macro_rules! flow_counter {
+    ($name:literal, $unit:literal, $help:literal, |$f:ident| $raw:expr) => {
+        locality_counter!($name, $unit, $help, |s| {
+            let $f = s.metrics.flow();
+            $raw
+        })
+    };
+}
+
 /// The number of flushes of one reason.
 macro_rules! flush_counter {
     ($name:literal, $reason:ident, $help:literal) => {
@@ -605,6 +615,66 @@ pub(crate) static TYPES: &[CounterType] = &[
         "bytes of arguments and results sent",
         sent,
         payload_bytes
+    ),
+    flow_counter!(
+        "/flow/count/credit-returns-received",
+        "",
+        "credit messages received (flow control)",
+        |f| Raw::Count(f.credits_received)
+    ),
+    flow_counter!(
+        "/flow/count/credit-returns-sent",
+        "",
+        "credit messages sent back as received calls finished",
+        |f| Raw::Count(f.credits_sent)
+    ),
+    flow_counter!(
+        "/flow/count/held-bytes",
+        "B",
+        "charge of received calls not yet run (bounded by the window per origin)",
+        |f| Raw::Gauge(f.held_bytes as f64)
+    ),
+    flow_counter!(
+        "/flow/count/inbox",
+        "",
+        "received runs of calls waiting to run",
+        |f| Raw::Gauge(f.inbox as f64)
+    ),
+    flow_counter!(
+        "/flow/count/outstanding-bytes",
+        "B",
+        "charge sent to other localities and not yet given back",
+        |f| Raw::Gauge(f.outstanding_bytes as f64)
+    ),
+    flow_counter!(
+        "/flow/count/queued-bytes",
+        "B",
+        "charge of frames waiting for credit",
+        |f| Raw::Gauge(f.queued_bytes as f64)
+    ),
+    flow_counter!(
+        "/flow/count/queued-frames",
+        "",
+        "frames that had to wait for credit",
+        |f| Raw::Count(f.frames_queued)
+    ),
+    flow_counter!(
+        "/flow/count/waits",
+        "",
+        "sends of the program that waited for credit",
+        |f| Raw::Count(f.waits)
+    ),
+    flow_counter!(
+        "/flow/parameter/window",
+        "B",
+        "the credit window each origin has at a locality (0: flow control off)",
+        |f| Raw::Gauge(f.window as f64)
+    ),
+    flow_counter!(
+        "/flow/time/wait",
+        "ns",
+        "time the program's sends waited for credit (running received calls meanwhile)",
+        |f| Raw::Count(f.wait_ns)
     ),
     locality_counter!(
         "/messages/count/received",

@@ -71,6 +71,10 @@ pub struct RuntimeArgs {
     /// full path or a unique `::` suffix (repeatable).
     #[arg(long, value_name = "ACTION=SPEC", value_parser = parse_action_setting)]
     pub coalesce_action: Vec<(String, Coalescing)>,
+    /// Flow control: bytes of unfinished calls one locality may have at
+    /// another, or `off` [default: 4 MiB, or COURIER_CREDIT_WINDOW].
+    #[arg(long, value_name = "BYTES|off", value_parser = super::config::parse_credit_window)]
+    pub credit_window: Option<usize>,
     /// List every counter type with its unit and help, then exit.
     #[arg(long)]
     pub list_counters: bool,
@@ -107,6 +111,9 @@ impl RuntimeArgs {
         }
         if let Some(ip) = self.listen {
             config = config.listen(ip);
+        }
+        if let Some(w) = self.credit_window {
+            config = config.credit_window(w);
         }
         if let Some(c) = self.coalescing {
             config = config.coalescing(c);

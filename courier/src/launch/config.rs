@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::aggregate::Coalescing;
 use crate::counters::{CounterFormat, PrintOptions};
+use crate::flow::DEFAULT_CREDIT_WINDOW;
 use crate::ids::LocalityId;
 use crate::runtime::Error;
 use crate::runtime::LocalitySettings as Settings;
@@ -97,6 +98,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 1 << 30;
 /// | `COURIER_LISTEN` | [`Config::listen`] | IP address localities listen on and advertise | `127.0.0.1` |
 /// | `COURIER_MAX_FRAME_BYTES` | [`Config::max_frame_bytes`] | largest frame a locality accepts | 1 GiB |
 /// | `COURIER_COALESCING` | [`Config::coalescing`] | coalescing of actions declared with `#[courier::action(coalescing)]` (`off`, `on`, `count:...`, `bytes:...`; see [`Coalescing`]) | `count` with its defaults |
+/// | `COURIER_CREDIT_WINDOW` | [`Config::credit_window`] | flow control: bytes of unfinished calls one locality may have at another, or `off` | 4 MiB ([`DEFAULT_CREDIT_WINDOW`](crate::DEFAULT_CREDIT_WINDOW)) |
 /// | `COURIER_MPI_PROGRESS` | [`Config::mpi_progress`] | `workers` or `funneled` ([`MpiProgress`]) | `workers` |
 ///
 /// A value that does not parse makes [`launch`](crate::launch) fail with
@@ -141,6 +143,8 @@ pub struct Config {
     pub(crate) counters_http: Option<SocketAddr>,
     pub(crate) states: Vec<StateMaker>,
     pub(crate) mpi_progress: MpiProgress,
+    pub(crate) credit_window: usize,
+    pub(crate) credit_queue: Option<usize>,
 }
 
 impl Default for Config {
@@ -161,6 +165,23 @@ where
             None
         }
     }
+}
+
+/// Parses a credit window: bytes, or `off` (0).
+pub(crate) fn parse_credit_window(s: &str) -> Result<usize, String> {
+    match s.trim() {
+        "off" => Ok(0),
+        n => n
+            .parse()
+            .map_err(|e| format!("`{n}` is not a number of bytes or `off`: {e}")),
+    }
+}
+
+fn env_credit_window(errors: &mut Vec<String>) -> Option<usize> {
+    let value = std::env::var("COURIER_CREDIT_WINDOW").ok()?;
+    parse_credit_window(&value)
+        .map_err(|e| errors.push(format!("COURIER_CREDIT_WINDOW={value:?}: {e}")))
+        .ok()
 }
 
 impl Config {
@@ -189,6 +210,8 @@ impl Config {
             counters_http: None,
             states: Vec::new(),
             mpi_progress: env_value("COURIER_MPI_PROGRESS", &mut errors).unwrap_or_default(),
+            credit_window: env_credit_window(&mut errors).unwrap_or(DEFAULT_CREDIT_WINDOW),
+            credit_queue: None,
         };
         Config {
             env_error: (!errors.is_empty()).then(|| errors.join("; ")),
@@ -269,6 +292,30 @@ impl Config {
         self
     }
 
+    /// Sets the flow-control window: the bytes of received, unfinished
+    /// calls one locality may have at another (each frame counts 256
+    /// bytes more than its length, for the memory it takes beyond its
+    /// bytes). A sender holds frames beyond it until the target
+    /// gives credit back, which it does as it finishes running them, so a
+    /// locality never holds more than `window × (localities − 1)` of
+    /// received calls. 0 turns flow control off. Default
+    /// [`DEFAULT_CREDIT_WINDOW`](crate::DEFAULT_CREDIT_WINDOW) (4 MiB);
+    /// `COURIER_CREDIT_WINDOW`. Every locality of a job must use the same
+    /// window: a frame beyond it is taken as a broken peer.
+    pub fn credit_window(mut self, bytes: usize) -> Self {
+        self.credit_window = bytes;
+        self
+    }
+
+    /// Sets how many bytes of frames may wait for credit towards one
+    /// destination before the program's next `post` or `call` to it waits
+    /// (default: a quarter of the window). See
+    /// [`Runtime::post`](crate::Runtime::post) for how it waits.
+    pub fn credit_queue(mut self, bytes: usize) -> Self {
+        self.credit_queue = Some(bytes);
+        self
+    }
+
     /// Sets the coalescing of one action, named by its full
     /// path or a `::` suffix only it has (as in counter names): how a
     /// program's actions are coalesced can change without touching its code.
@@ -291,6 +338,8 @@ impl Config {
             max_frame_bytes: self.max_frame_bytes,
             coalescing: self.coalescing,
             action_coalescing: self.action_settings().unwrap_or_default(),
+            credit_window: self.credit_window,
+            credit_queue: self.credit_queue.unwrap_or(self.credit_window / 4),
             states: &self.states,
         }
     }
@@ -409,6 +458,12 @@ impl Config {
             return Err(Error::Config(format!(
                 "max_frame_bytes must be between 1 KiB and 4 GiB, not {}",
                 self.max_frame_bytes
+            )));
+        }
+        if self.credit_window != 0 && self.credit_window < 4096 {
+            return Err(Error::Config(format!(
+                "credit_window must be 0 (off) or at least 4 KiB, not {}",
+                self.credit_window
             )));
         }
         Ok(())

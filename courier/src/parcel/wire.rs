@@ -137,6 +137,9 @@ pub(crate) enum Control {
     /// To the root: this locality's main function returned (SPMD jobs), with
     /// its error if it failed.
     MainDone { error: Option<String> },
+    /// Flow control: the sender finished `bytes` of the receiver's calls
+    /// (their charge); that much credit comes back.
+    Credit { bytes: u64 },
 }
 
 /// Monotonic counters of one locality, compared across two waves to detect

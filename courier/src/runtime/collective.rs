@@ -277,10 +277,13 @@ impl Runtime {
     /// demand). An action's work includes what it awaits; tasks it spawns
     /// with [`spawn`](Self::spawn) and does not await are not waited for.
     ///
-    /// Any locality may call it at any time; while other localities keep
-    /// sending, it waits for them too. An SPMD program calls it on every
-    /// locality once they are done sending (then every locality returns
-    /// once all of them have stopped).
+    /// Any locality may call it at any time. It covers what was sent
+    /// before it was called: a locality still sending may make the job
+    /// quiet for a moment and send more afterwards. An SPMD program that
+    /// reads its results afterwards therefore passes a
+    /// [`barrier`](Self::barrier) first (every locality is done sending)
+    /// and then calls it on every locality, or calls it and then passes a
+    /// barrier (the last locality's call covers everyone's sends).
     ///
     /// # Errors
     ///

@@ -34,6 +34,7 @@ impl Locality {
                 self.control.lock().acked.push(source);
                 self.control_changed.notify_all();
             }
+            Control::Credit { bytes } => self.credit_returned(source, bytes),
             Control::Gather { .. }
             | Control::Gathered { .. }
             | Control::QuiesceRequest { .. }

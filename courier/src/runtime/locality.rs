@@ -3,7 +3,8 @@
 //!
 //! How it starts is in `start.rs`; how a program's calls become parcels
 //! and frames leave, in `send.rs`;
-//! what a locality does with a received frame, in `receive.rs`; how
+//! what a locality does with a received frame, in `receive.rs` and
+//! `inbox.rs`; flow control, in `credit.rs`; how
 //! results go back, in `respond.rs`; the control protocol, in `control.rs`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,8 +15,10 @@ use rustc_hash::FxHashMap;
 
 use super::Traffic;
 use super::gather::Collectives;
+use super::inbox::Inbox;
 use super::states::States;
 use crate::aggregate::{Aggregator, Outbox, Reason};
+use crate::flow::{Ledger, SendWindows};
 use crate::ids::LocalityId;
 use crate::parcel::{
     ActivityCounts, Control, Failure, FrameBuilder, PendingTable, RunKind, encode_control,
@@ -76,6 +79,12 @@ pub(crate) struct Locality {
     /// Work received parcels started and finished (runs of calls, calls
     /// that waited): what quiescence waits for.
     pub(super) parcel_work: ParcelWork,
+    /// Credit windows towards every destination, and frames waiting for credit.
+    pub(crate) windows: SendWindows,
+    /// What every origin has in this locality, and the credit owed back.
+    pub(crate) ledger: Ledger,
+    /// Received runs of calls waiting to run.
+    pub(crate) inbox: Inbox<Delivery>,
     /// This locality, for the tasks it spawns to hold.
     pub(super) me: Weak<Locality>,
 }
@@ -85,6 +94,18 @@ pub(crate) struct Locality {
 pub(super) struct ParcelWork {
     started: std::sync::atomic::AtomicU64,
     finished: std::sync::atomic::AtomicU64,
+}
+
+/// One received run of calls waiting in the inbox, with the credit its
+/// running gives back.
+pub(crate) struct Delivery {
+    pub(super) source: LocalityId,
+    pub(super) body: bytes::Bytes,
+    pub(super) action: crate::ids::ActionId,
+    pub(super) count: u32,
+    /// The part of its frame's charge this run holds.
+    pub(super) credit: usize,
+    pub(super) work: WorkGuard,
 }
 
 /// Counts a piece of parcel work as finished when dropped (it finished,

@@ -52,8 +52,51 @@ impl<'a> Metrics<'a> {
         &self.locality.traffic
     }
 
+    /// Flow control: credit, queues, waits.
+    pub(crate) fn flow(self) -> FlowReadings {
+        let l = self.locality;
+        let waits = &l.traffic.credit_waits;
+        FlowReadings {
+            window: l.windows.window() as u64,
+            queued_bytes: l.windows.queued_bytes() as u64,
+            outstanding_bytes: l.windows.outstanding_bytes() as u64,
+            frames_queued: l.windows.frames_queued(),
+            credits_received: l.windows.credits_received(),
+            credits_sent: l.ledger.returns(),
+            held_bytes: l.ledger.held_bytes() as u64,
+            inbox: l.inbox.len() as u64,
+            waits: waits.count.load(std::sync::atomic::Ordering::Relaxed),
+            wait_ns: waits.ns.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
     /// The coalescing buffers' settings and statistics.
     pub(crate) fn coalescing(self) -> &'a Aggregator {
         &self.locality.aggregator
     }
+}
+
+/// Flow control readings of one locality (see the `flow` room).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct FlowReadings {
+    /// The credit window, bytes of charge (0: off).
+    pub(crate) window: u64,
+    /// Charge of the frames waiting for credit now.
+    pub(crate) queued_bytes: u64,
+    /// Charge sent and not yet given back now.
+    pub(crate) outstanding_bytes: u64,
+    /// Frames that waited for credit, ever.
+    pub(crate) frames_queued: u64,
+    /// Credit messages received, ever.
+    pub(crate) credits_received: u64,
+    /// Credit messages sent, ever.
+    pub(crate) credits_sent: u64,
+    /// Charge of received calls not yet run now.
+    pub(crate) held_bytes: u64,
+    /// Received runs of calls waiting in the inbox now.
+    pub(crate) inbox: u64,
+    /// Program sends that waited for credit, ever.
+    pub(crate) waits: u64,
+    /// Nanoseconds they waited, in total.
+    pub(crate) wait_ns: u64,
 }

@@ -12,7 +12,9 @@
 //!   pending calls, aggregator); `start`: making it and starting its
 //!   workers; `metrics`: what the counters room reads of it.
 //! - `handle`: [`Runtime`], the handle programs hold.
-//! - `send`, `receive`, `respond`: the parcel's way, above.
+//! - `send`, `receive`, `respond`: the parcel's way, above; `inbox`:
+//!   received calls waiting to run; `credit`: flow control (the `flow`
+//!   room's windows and ledger, waiting for credit, giving it back).
 //! - `control`: the control protocol (lost peers, shutdown, reports).
 //! - `termination`: detecting that the whole job is idle, then stopping it.
 //! - `collective`: barrier, all-gather, all-reduce, quiescence; `gather`:
@@ -29,9 +31,11 @@
 mod coalescing;
 mod collective;
 mod control;
+mod credit;
 mod error;
 mod gather;
 mod handle;
+mod inbox;
 mod locality;
 mod metrics;
 mod receive;

@@ -13,7 +13,8 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::locality::{Locality, report};
+use super::credit::HandlerScope;
+use super::locality::{Delivery, Locality, report};
 use crate::action::{CallSite, registry};
 use crate::clock::clock;
 use crate::ids::LocalityId;
@@ -46,12 +47,29 @@ impl Sink for Locality {
         };
         let mut parcels = 0;
         let mut payload = 0;
+        // The frame's charge, once a run that needs credit is found, and
+        // the part of it the runs of calls hold until they finish.
+        let mut charged = None;
+        let mut held = 0;
         while let Some(run) = runs.next_run().map_err(malformed)? {
             parcels += u64::from(run.count);
+            if run.kind != RunKind::Responses {
+                self.charge_frame(source, frame.len(), &mut charged)?;
+            }
             match run.kind {
                 RunKind::Calls => {
                     payload += run.body.len() as u64;
-                    self.spawn_calls(source, frame.slice(run.body), run.action, run.count);
+                    // A run of calls holds its bytes until it has run; the
+                    // first also holds the frame's charge beyond its length
+                    // (the memory a queued run takes besides its bytes).
+                    let credit = match charged {
+                        Some(_) if held == 0 => run.body.len() + crate::flow::FRAME_CHARGE,
+                        Some(_) => run.body.len(),
+                        None => 0,
+                    };
+                    held += credit;
+                    let body = frame.slice(run.body);
+                    self.spawn_calls(source, body, run.action, run.count, credit);
                 }
                 RunKind::Responses => {
                     let mut responses = ParcelReader::new(&frame[run.body], run.count, source);
@@ -82,6 +100,10 @@ impl Sink for Locality {
                 }
             }
         }
+        if let Some(charge) = charged {
+            // Responses and routed calls were dealt with as read.
+            self.finish_credit(source, charge - held);
+        }
         if source == self.here {
             // This locality's own parcels are not traffic.
             return Ok(());
@@ -105,6 +127,7 @@ impl Sink for Locality {
             return;
         }
         report!(warn, self.here, "lost {peer}: {reason}");
+        self.windows.abandon(peer);
         self.pending.fail_peer(peer, &reason);
         self.collectives.fail(&format!("{peer} was lost: {reason}"));
         control.lost.push((peer, reason));
@@ -114,20 +137,81 @@ impl Sink for Locality {
 }
 
 impl Locality {
-    /// Runs a run of `count` calls of `action` (encoded in `body`) as one task.
+    /// Takes the credit of a frame of `len` bytes from `source`'s window,
+    /// once per frame (`charged` holds its charge afterwards); a frame
+    /// beyond the window breaks the protocol.
+    fn charge_frame(
+        &self,
+        source: LocalityId,
+        len: usize,
+        charged: &mut Option<usize>,
+    ) -> Result<(), ProtocolError> {
+        if charged.is_some() || source == self.here || !self.ledger.enabled() {
+            return Ok(());
+        }
+        let charge = crate::flow::charge(len);
+        self.ledger
+            .receive(source, charge)
+            .map_err(|error| ProtocolError::OverCredit {
+                from: source,
+                error,
+            })?;
+        *charged = Some(charge);
+        Ok(())
+    }
+
+    /// Runs a run of `count` calls of `action` (encoded in `body`) as one
+    /// task, through the inbox; `credit` goes back when it has run.
     fn spawn_calls(
         &self,
         source: LocalityId,
         body: Bytes,
         action: crate::ids::ActionId,
         count: u32,
+        credit: usize,
     ) {
+        self.deliver(Delivery {
+            source,
+            body,
+            action,
+            count,
+            credit,
+            work: self.start_work(),
+        });
+    }
+
+    /// Queues a received run of calls and spawns the task that runs it
+    /// (unless a worker waiting for credit runs it first).
+    fn deliver(&self, delivery: Delivery) {
+        self.inbox.push(delivery);
         let locality = self.shared();
-        let work = self.start_work();
         drop(self.sched.spawn(async move {
-            locality.run_calls(source, &body, action, count);
-            drop(work);
+            locality.run_delivery();
         }));
+    }
+
+    /// Runs the oldest received run of calls, if there is one, and gives
+    /// its credit back; returns whether there was one.
+    pub(super) fn run_delivery(self: &Arc<Self>) -> bool {
+        let Some(Delivery {
+            source,
+            body,
+            action,
+            count,
+            credit,
+            work,
+        }) = self.inbox.pop()
+        else {
+            return false;
+        };
+        {
+            let _handler = HandlerScope::enter();
+            self.run_calls(source, &body, action, count);
+        }
+        drop(body);
+        self.finish_credit(source, credit);
+        drop(work);
+        true
     }
 
     /// Runs the calls of one run; a malformed one drops `source`.

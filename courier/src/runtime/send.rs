@@ -6,7 +6,8 @@
 //!
 //! Below the buffers, [`Outbox`] for [`Locality`]: a flushed frame is
 //! counted (before it leaves, for termination detection) and handed to the
-//! transport, or to this locality's own receive path.
+//! transport through its destination's credit window (`credit.rs`), or to
+//! this locality's own receive path.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -60,6 +61,19 @@ impl Runtime {
     /// This is the cheapest way to run code elsewhere: the parcel is a few
     /// bytes appended to a buffer, and the receiver runs a buffer's calls
     /// in a loop.
+    ///
+    /// # Backpressure
+    ///
+    /// Frames of calls leave against the receiver's credit (see
+    /// [`Config::credit_window`](crate::Config::credit_window)). When more
+    /// than [`Config::credit_queue`](crate::Config::credit_queue) bytes
+    /// wait for credit towards `dest`, `post` (and every `call`) waits
+    /// before adding to them: on a worker thread by driving the network
+    /// and running the calls this locality received meanwhile, so that
+    /// floods in both directions still make progress; on a thread outside
+    /// the runtime by blocking. Inside an action's handler it never waits
+    /// (that could close a cycle of waiting localities); what a handler
+    /// sends queues for credit instead.
     #[inline]
     pub fn post<A: Action>(
         &self,
@@ -73,6 +87,7 @@ impl Runtime {
         l.check_dest(dest).map_err(error)?;
         let slot = slot_of::<A>();
         let hop = slot.map_or(dest, |slot| l.aggregator.first_hop(slot, dest));
+        l.before_send(hop);
         send_call::<A>(l, slot, dest, hop, ReplyTo::Nobody, &args).map_err(error)
     }
 
@@ -184,6 +199,7 @@ impl Runtime {
             // Results of this part are accepted from now on.
             sent.store(parts + 1, Ordering::Release);
             let hop = slot.map_or(dest, |slot| l.aggregator.first_hop(slot, dest));
+            l.before_send(hop);
             let reply = ReplyTo::Caller(Caller {
                 locality: l.here,
                 request,
@@ -226,6 +242,7 @@ fn call_pending<A: Action>(
 ) -> PendingCall {
     let slot = slot_of::<A>();
     let hop = slot.map_or(dest, |slot| l.aggregator.first_hop(slot, dest));
+    l.before_send(hop);
     let (request, pending) = l.pending.register([dest, then_dest, hop]);
     let reply = reply(Caller {
         locality: l.here,
@@ -282,6 +299,7 @@ impl Outbox for Locality {
         let start = clock().raw();
         let count = u64::from(frame.len());
         let payload = frame.payload_bytes();
+        let kind = frame.kind();
         let calls = (frame.kind() == RunKind::Calls)
             .then(|| registry().slot(frame.action()))
             .flatten();
@@ -292,7 +310,7 @@ impl Outbox for Locality {
         // Count before sending so that the receiver never counts a parcel
         // the sender has not (termination detection relies on it).
         sent.parcels.fetch_add(count, Ordering::SeqCst);
-        let result = self.transport.send(dest, frame).map_err(Failure::from);
+        let result = self.offer_frame(dest, kind, frame).map_err(Failure::from);
         if result.is_err() {
             sent.parcels.fetch_sub(count, Ordering::SeqCst);
         }

@@ -10,10 +10,12 @@ use parking_lot::{Condvar, Mutex};
 
 use super::Runtime;
 use super::gather::Collectives;
+use super::inbox::Inbox;
 use super::locality::{ControlState, Locality, ParcelWork};
 use super::states::{StateMaker, States};
 use super::traffic::Traffic;
 use crate::aggregate::{Aggregator, Coalescing};
+use crate::flow::{Ledger, SendWindows};
 use crate::ids::LocalityId;
 use crate::sched::{BackgroundWork, BlockOutcome, Scheduler};
 use crate::transport::Transport;
@@ -25,7 +27,9 @@ struct Progress(Weak<Locality>);
 
 impl BackgroundWork for Progress {
     fn poll(&self) -> bool {
-        self.0.upgrade().is_some_and(|l| l.transport.poll(&*l))
+        self.0
+            .upgrade()
+            .is_some_and(|l| l.transport.poll(&*l) | l.give_owed_credit())
     }
 
     fn block(&self, timeout: Duration) -> BlockOutcome {
@@ -43,7 +47,7 @@ impl BackgroundWork for Progress {
 
     fn before_idle(&self) -> bool {
         match self.0.upgrade() {
-            Some(l) => l.aggregator.flush_idle_worker(&*l),
+            Some(l) => l.aggregator.flush_idle_worker(&*l) | l.give_owed_credit(),
             None => false,
         }
     }
@@ -62,6 +66,12 @@ pub(crate) struct Settings<'a> {
     pub(crate) coalescing: Coalescing,
     /// Coalescing set by action slot.
     pub(crate) action_coalescing: Vec<(usize, Coalescing)>,
+    /// Flow control: the credit window each origin gets here, in bytes of
+    /// charge (0: off).
+    pub(crate) credit_window: usize,
+    /// Flow control: charge queued for one destination beyond which the
+    /// program's sends to it wait.
+    pub(crate) credit_queue: usize,
     /// Makers of the program's per-locality state.
     pub(crate) states: &'a [StateMaker],
 }
@@ -79,6 +89,8 @@ impl Locality {
             max_frame_bytes,
             coalescing,
             action_coalescing,
+            credit_window,
+            credit_queue,
             states,
         } = settings;
         let sched = Scheduler::new(workers);
@@ -106,6 +118,9 @@ impl Locality {
             states: States::make(states, here, count),
             collectives: Collectives::default(),
             parcel_work: ParcelWork::default(),
+            windows: SendWindows::new(count, credit_window, credit_queue),
+            ledger: Ledger::new(count, credit_window),
+            inbox: Inbox::default(),
             me: me.clone(),
         });
         sched.set_background(Arc::new(Progress(Arc::downgrade(&locality))));

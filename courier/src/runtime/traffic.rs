@@ -84,6 +84,17 @@ impl Direction {
 pub(crate) struct Traffic {
     pub(crate) sent: Direction,
     pub(crate) received: Direction,
+    /// How long the program's sends waited for credit (flow control).
+    pub(crate) credit_waits: CreditWaits,
+}
+
+/// How long the program's sends waited for credit.
+#[derive(Debug, Default)]
+pub(crate) struct CreditWaits {
+    /// Sends that waited.
+    pub(crate) count: AtomicU64,
+    /// Nanoseconds they waited (running received calls meanwhile), in total.
+    pub(crate) ns: AtomicU64,
 }
 
 impl Default for Traffic {
@@ -99,6 +110,7 @@ impl Default for Traffic {
         Traffic {
             sent: direction(),
             received: direction(),
+            credit_waits: CreditWaits::default(),
         }
     }
 }

@@ -55,6 +55,11 @@ pub(super) fn current_index(scheduler: &Scheduler) -> Option<usize> {
     (owner == std::ptr::from_ref(scheduler) as usize).then_some(index)
 }
 
+/// Whether the calling thread is one of `scheduler`'s workers.
+pub(crate) fn on_worker(scheduler: &Scheduler) -> bool {
+    current_index(scheduler).is_some()
+}
+
 /// Wraps a task's future so that the task counts as finished on the thread
 /// where its future is dropped (after completing, panicking, or being
 /// cancelled).

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::flow::OverCredit;
 use crate::ids::LocalityId;
 use crate::parcel::{DecodeError, FRAME_HEADROOM, Failure, FrameTooLarge};
 use crate::sched::BlockOutcome;
@@ -66,6 +67,14 @@ pub(crate) enum ProtocolError {
         from: LocalityId,
         /// Who it claims to come from.
         claimed: LocalityId,
+    },
+    /// The frame is beyond the credit this locality granted its sender.
+    #[error("{from} broke flow control: {error}")]
+    OverCredit {
+        /// Who sent it.
+        from: LocalityId,
+        /// What it had unfinished here, and the window.
+        error: OverCredit,
     },
     /// The frame is longer than this locality accepts.
     #[error(

@@ -158,3 +158,16 @@ fn mpirun_case(exe: &std::path::Path, case: &str, n: u32, progress: &str) -> boo
     );
     true
 }
+
+/// A hand-built frame from `source` holding one run of `count` calls of
+/// the action `action` whose encoded calls are `calls`: for tests of what
+/// a locality does with input no honest sender makes.
+pub fn calls_frame(source: u32, action: courier::ActionId, count: u32, calls: &[u8]) -> Vec<u8> {
+    let mut body = courier::__private::frame_header(courier::LocalityId::new(source));
+    body.push(0); // a run of calls
+    body.extend_from_slice(&action.to_bits().to_le_bytes());
+    body.extend_from_slice(&count.to_le_bytes());
+    body.extend_from_slice(&(calls.len() as u32).to_le_bytes());
+    body.extend_from_slice(calls);
+    body
+}

@@ -1,0 +1,70 @@
+//! Flow control: credit per (origin, target), so that no locality holds
+//! more received work than it granted, whatever the load.
+//!
+//! After seed 002 (Zhao, Balaji, Gropp, Thakur), each target gives every
+//! origin an exclusive receive budget, the *window* (its "system buffer"
+//! for that origin). An origin sends a frame of calls only against credit:
+//! [`SendWindows`] keeps, per destination, the bytes sent and not yet
+//! given back, and queues a frame that does not fit. The target's
+//! [`Ledger`] counts what each origin has in it, refuses a frame beyond
+//! the window as a protocol violation (a hostile or broken peer cannot
+//! make it read more), and gives credit back in blocks of a quarter window
+//! as it *finishes* the work frames carried — not when it reads them, so
+//! the bound covers the queue of received work, not only the socket.
+//!
+//! A frame's cost, its *charge*, is its length plus [`FRAME_CHARGE`], so
+//! that a flood of one-parcel frames is bounded by the memory it really
+//! takes at the target (a task and a queue entry each), not by its few
+//! wire bytes.
+//!
+//! # What needs credit
+//!
+//! Frames of calls and of routed calls. Responses and control messages
+//! need none: the target consumes them as it reads them (a response
+//! completes its call at once), so they never queue there and can never be
+//! starved by requests. Frames a locality sends itself need none either.
+//!
+//! # Why it cannot deadlock
+//!
+//! Credit comes back when the target finishes received work, so the
+//! question is whether every target always finishes it. Received calls wait
+//! in the locality's inbox (`runtime/inbox.rs`) and any worker runs them:
+//! a free worker as a task, and a worker whose program is waiting for
+//! credit (below) *while it waits*. Running a received call never waits
+//! for credit: a send made by an action's handler (its response, a `post`
+//! it makes) joins the queue of its destination without waiting. So a
+//! received call always runs to its end, its credit always goes back, and
+//! every queued frame eventually leaves — two localities flooding each
+//! other, or a handler calling back its caller, included.
+//!
+//! # Backpressure to the program
+//!
+//! When a destination's queue of frames waiting for credit is longer than
+//! the queue limit, the program's next `post` or `call` to it waits until
+//! the queue is below the limit again. A worker thread waits by making
+//! progress: it drives the transport and runs received calls (the reason
+//! above); a thread outside the runtime blocks. A handler of a received
+//! call does not wait (see above): what it sends is bounded by what it
+//! was sent.
+
+mod ledger;
+mod window;
+
+pub(crate) use ledger::{Ledger, OverCredit};
+pub(crate) use window::{Offer, SendWindows};
+
+/// What each received frame costs its sender in credit beyond its length:
+/// the memory a frame takes at the target besides its bytes (a queue entry
+/// and a task, about 200 bytes, rounded up).
+pub(crate) const FRAME_CHARGE: usize = 256;
+
+/// The credit a frame of `len` bytes (without the transport's headroom)
+/// takes from its sender's window.
+#[inline]
+pub(crate) fn charge(len: usize) -> usize {
+    len.saturating_add(FRAME_CHARGE)
+}
+
+/// The default window: the bytes of received, unfinished calls one origin
+/// may have at a target.
+pub const DEFAULT_CREDIT_WINDOW: usize = 4 << 20;

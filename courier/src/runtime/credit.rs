@@ -1,0 +1,153 @@
+//! How a locality uses flow control (the `flow` room): frames of calls
+//! leave against credit, the program waits when a destination's queue is
+//! long, and credit goes back as received calls finish.
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crossbeam_utils::Backoff;
+
+use super::locality::Locality;
+use crate::clock::clock;
+use crate::flow::{Offer, charge};
+use crate::ids::LocalityId;
+use crate::parcel::{Control, FRAME_HEADROOM, RunKind};
+use crate::sched::on_worker;
+use crate::transport::SendError;
+
+thread_local! {
+    /// How many received runs of calls this thread is inside.
+    static IN_HANDLER: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Marks the calling thread as running received calls while it lives:
+/// sends made there never wait for credit (see the `flow` room).
+pub(super) struct HandlerScope(());
+
+impl HandlerScope {
+    pub(super) fn enter() -> HandlerScope {
+        IN_HANDLER.with(|depth| depth.set(depth.get() + 1));
+        HandlerScope(())
+    }
+
+    fn active() -> bool {
+        IN_HANDLER.with(Cell::get) > 0
+    }
+}
+
+impl Drop for HandlerScope {
+    fn drop(&mut self) {
+        IN_HANDLER.with(|depth| depth.set(depth.get() - 1));
+    }
+}
+
+/// How long a waiting worker blocks on its transport when nothing else
+/// is to be done, before it looks at its inbox again.
+const WAIT_BLOCK: Duration = Duration::from_micros(200);
+
+impl Locality {
+    /// Hands a frame of `kind` to the transport, through the credit window
+    /// of `dest` if its kind needs credit (calls and routed calls).
+    pub(super) fn offer_frame(
+        &self,
+        dest: LocalityId,
+        kind: RunKind,
+        frame: Vec<u8>,
+    ) -> Result<(), SendError> {
+        if kind == RunKind::Responses || !self.windows.enabled() {
+            return self.transport.send(dest, frame);
+        }
+        let charge = charge(frame.len() - FRAME_HEADROOM);
+        let offer = self.windows.offer(dest, frame, charge, |frame| {
+            self.transport.send(dest, frame)
+        })?;
+        if offer == Offer::Queued {
+            // The program's next send to `dest` may wait; if this thread
+            // is a worker of this locality, the credit arrives by its own
+            // polling or another worker's.
+            self.transport.wake();
+        }
+        Ok(())
+    }
+
+    /// `source` gave back `bytes` of credit: what waited for it leaves.
+    pub(super) fn credit_returned(&self, source: LocalityId, bytes: u64) {
+        let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        self.windows
+            .credit(source, bytes, |frame| self.transport.send(source, frame));
+    }
+
+    /// Received work from `origin` costing `credit` is finished: give
+    /// its credit back, now if enough is owed.
+    pub(super) fn finish_credit(&self, origin: LocalityId, credit: usize) {
+        if let Some(bytes) = self.ledger.finish(origin, credit) {
+            self.send_control(
+                origin,
+                &Control::Credit {
+                    bytes: bytes as u64,
+                },
+            );
+        }
+    }
+
+    /// Gives back every credit owed, however small; returns whether there
+    /// was any. Called by a worker about to go idle and by a waiting one.
+    pub(crate) fn give_owed_credit(&self) -> bool {
+        self.ledger.take_owed(|origin, bytes| {
+            self.send_control(
+                origin,
+                &Control::Credit {
+                    bytes: bytes as u64,
+                },
+            );
+        })
+    }
+
+    /// Waits while the program's sends to `dest` should (its queue of
+    /// frames waiting for credit is beyond the limit). Received calls never
+    /// wait; a worker waits by driving the transport and running received
+    /// calls; another thread blocks.
+    #[inline]
+    pub(super) fn before_send(&self, dest: LocalityId) {
+        if self.windows.congested(dest) {
+            self.wait_for_credit(dest);
+        }
+    }
+
+    #[cold]
+    fn wait_for_credit(&self, dest: LocalityId) {
+        if HandlerScope::active() {
+            return;
+        }
+        let start = clock().raw();
+        if on_worker(&self.sched) {
+            let me = self.shared();
+            let backoff = Backoff::new();
+            while self.windows.congested(dest) && !self.is_stopping() {
+                let mut did = self.transport.poll(self);
+                did |= me.run_delivery();
+                did |= self.give_owed_credit();
+                if did {
+                    backoff.reset();
+                } else if backoff.is_completed() {
+                    let _ = self.transport.block(self, WAIT_BLOCK);
+                } else {
+                    backoff.snooze();
+                }
+            }
+        } else {
+            self.windows
+                .wait_blocking(dest, || self.is_stopping() || self.sched.is_shut_down());
+        }
+        let ns = clock().delta_as_nanos(start, clock().raw());
+        self.traffic
+            .credit_waits
+            .count
+            .fetch_add(1, Ordering::Relaxed);
+        self.traffic
+            .credit_waits
+            .ns
+            .fetch_add(ns, Ordering::Relaxed);
+    }
+}
