@@ -81,7 +81,10 @@ pub use launch::{
     Config, DEFAULT_MAX_FRAME_BYTES, MpiProgress, TransportKind, launch, launch_spmd, launcher,
     report_to_stderr,
 };
-pub use parcel::{BatchFuture, CallError, CallFuture};
+pub use parcel::{
+    BatchFuture, CallError, CallFuture, DEFAULT_PACK_BELOW, SegmentFull, SegmentOptions,
+    SegmentOutput, SegmentResults, SegmentUnit, SegmentsFuture,
+};
 pub use runtime::{
     BoxError, CoalescingError, Error, Runtime, Sleep, current, sleep, try_current, with_state,
 };

@@ -366,6 +366,18 @@ macro_rules! flow_counter {
     };
 }
 
+/// A `/segments` counter of the locality: a field of its segment stats.
+macro_rules! segments_counter {
+    ($name:literal, $unit:literal, $help:literal, $field:ident) => {
+        locality_counter!($name, $unit, $help, |s| Raw::Count(
+            s.metrics
+                .segments()
+                .$field
+                .load(std::sync::atomic::Ordering::Relaxed)
+        ))
+    };
+}
+
 /// The number of flushes of one reason.
 macro_rules! flush_counter {
     ($name:literal, $reason:ident, $help:literal) => {
@@ -719,6 +731,43 @@ pub(crate) static TYPES: &[CounterType] = &[
         "s",
         "time since the locality started",
         |s| Raw::Gauge(s.metrics.uptime().as_secs_f64())
+    ),
+    segments_counter!(
+        "/segments/count/bytes-packed",
+        "B",
+        "bytes of unit outputs that came back packed",
+        bytes_packed
+    ),
+    segments_counter!(
+        "/segments/count/bytes-whole",
+        "B",
+        "bytes of unit outputs that came back whole",
+        bytes_whole
+    ),
+    segments_counter!("/segments/count/calls", "", "segmented calls made", calls),
+    segments_counter!(
+        "/segments/count/segments",
+        "",
+        "segments of the segmented calls made",
+        segments
+    ),
+    segments_counter!(
+        "/segments/count/units",
+        "",
+        "pipeline units the segmented calls were sent in",
+        units
+    ),
+    segments_counter!(
+        "/segments/count/units-packed",
+        "",
+        "units whose output came back packed (below the threshold)",
+        units_packed
+    ),
+    segments_counter!(
+        "/segments/count/units-whole",
+        "",
+        "units whose output came back whole (every slot)",
+        units_whole
     ),
     locality_counter!(
         "/serialize/count/received",

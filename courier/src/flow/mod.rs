@@ -39,6 +39,13 @@
 //!
 //! # Backpressure to the program
 //!
+//! A sending worker also runs calls it received as it goes: each time it
+//! sends a frame it reads what arrived and runs a few received runs
+//! (`Locality`'s `Outbox::progress`). Without it, two localities flooding
+//! each other from loops that never yield would each run the other's
+//! calls only when out of credit, taking turns at being idle (histo lost
+//! 30 % to this with a 4 MiB window).
+//!
 //! When a destination's queue of frames waiting for credit is longer than
 //! the queue limit, the program's next `post` or `call` to it waits until
 //! the queue is below the limit again. A worker thread waits by making
@@ -51,7 +58,7 @@ mod ledger;
 mod window;
 
 pub(crate) use ledger::{Ledger, OverCredit};
-pub(crate) use window::{Offer, SendWindows};
+pub(crate) use window::{Offer, Pressure, SendWindows};
 
 /// What each received frame costs its sender in credit beyond its length:
 /// the memory a frame takes at the target besides its bytes (a queue entry

@@ -23,6 +23,7 @@ mod frame;
 mod pending;
 #[cfg(test)]
 mod samples;
+mod segments;
 mod wire;
 
 pub(crate) use decode::decode;
@@ -31,6 +32,11 @@ pub(crate) use error::{Failure, FrameTooLarge, RemoteError, panic_message};
 pub(crate) use frame::{EncodeError, FrameBuilder, FrameMark, encode_control};
 pub use pending::{BatchFuture, CallFuture};
 pub(crate) use pending::{BatchResults, Path, PendingCall, PendingTable, Response};
+pub use segments::{
+    DEFAULT_PACK_BELOW, SegmentFull, SegmentOptions, SegmentOutput, SegmentResults, SegmentUnit,
+    SegmentsFuture,
+};
+pub(crate) use segments::{SegmentSink, SegmentStats, SegmentUnitRef, split_units};
 pub(crate) use wire::{
     ActivityCounts, Caller, Checkpoint, Control, DecodeError, FRAME_HEADROOM, FrameBody,
     ParcelReader, ReplyTo, RunKind, WIRE_VERSION, decode_call, decode_frame,

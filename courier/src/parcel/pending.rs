@@ -558,6 +558,29 @@ pub(crate) struct PendingCall {
 }
 
 impl PendingCall {
+    /// Polls a batch for its sink, taken back as `S`; a failure comes with
+    /// the locality to blame, `here` when unknown.
+    pub(crate) fn poll_sink<S: 'static>(
+        &mut self,
+        cx: &mut Context<'_>,
+        here: LocalityId,
+    ) -> Poll<Result<Box<S>, (Failure, LocalityId)>> {
+        match self.poll_completion(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(Output::Batch(sink))) => Poll::Ready(Ok(sink
+                .into_any()
+                .downcast::<S>()
+                .unwrap_or_else(|_| unreachable!("a batch's sink holds its output type")))),
+            Poll::Ready(Ok(Output::Single(_))) => {
+                unreachable!("a batch completed as a single call")
+            }
+            Poll::Ready(Err(failed)) => {
+                let (failure, from) = *failed;
+                Poll::Ready(Err((failure, from.unwrap_or(here))))
+            }
+        }
+    }
+
     fn poll_completion(&mut self, cx: &mut Context<'_>) -> Poll<Result<Output, Box<Failed>>> {
         if self.taken {
             return Poll::Ready(Err(Box::new((Failure::ShuttingDown, None))));
@@ -761,26 +784,14 @@ impl<T: DeserializeOwned + Send + 'static> Future for BatchFuture<T> {
         let this = self.get_mut();
         let result = match &mut this.state {
             BatchWaiting::Empty => Ok(Vec::new()),
-            BatchWaiting::Remote(call) => match call.poll_completion(cx) {
+            BatchWaiting::Remote(call) => match call.poll_sink::<BatchResults<T>>(cx, this.here) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Ok(Output::Batch(sink))) => {
-                    let results = sink
-                        .into_any()
-                        .downcast::<BatchResults<T>>()
-                        .unwrap_or_else(|_| unreachable!("a batch's sink holds its output type"));
-                    Ok(results
-                        .values
-                        .into_iter()
-                        .map(|v| v.expect("a finished batch has every part"))
-                        .collect())
-                }
-                Poll::Ready(Ok(Output::Single(_))) => {
-                    unreachable!("a batch completed as a single call")
-                }
-                Poll::Ready(Err(failed)) => {
-                    let (failure, from) = *failed;
-                    Err((failure, from.unwrap_or(this.here)))
-                }
+                Poll::Ready(Ok(results)) => Ok(results
+                    .values
+                    .into_iter()
+                    .map(|v| v.expect("a finished batch has every part"))
+                    .collect()),
+                Poll::Ready(Err(failed)) => Err(failed),
             },
         };
         Poll::Ready(result.map_err(|(f, at)| CallError::new(this.action, at, f)))

@@ -10,7 +10,7 @@ use crossbeam_utils::Backoff;
 
 use super::locality::Locality;
 use crate::clock::clock;
-use crate::flow::{Offer, charge};
+use crate::flow::{Offer, Pressure, charge};
 use crate::ids::LocalityId;
 use crate::parcel::{Control, FRAME_HEADROOM, RunKind};
 use crate::sched::on_worker;
@@ -41,6 +41,11 @@ impl Drop for HandlerScope {
         IN_HANDLER.with(|depth| depth.set(depth.get() - 1));
     }
 }
+
+/// Received runs a sending worker runs, at most, each time it sends a
+/// frame: a frame of calls out, a few in, as bale's exstack alternates
+/// pushes and pops.
+const RUNS_PER_FRAME_SENT: usize = 4;
 
 /// How long a waiting worker blocks on its transport when nothing else
 /// is to be done, before it looks at its inbox again.
@@ -104,14 +109,30 @@ impl Locality {
         })
     }
 
-    /// Waits while the program's sends to `dest` should (its queue of
-    /// frames waiting for credit is beyond the limit). Received calls never
-    /// wait; a worker waits by driving the transport and running received
-    /// calls; another thread blocks.
+    /// What the program does before a send to `dest` (a hop): nothing
+    /// while its queue of frames waiting for credit is within the limit,
+    /// wait otherwise. Received calls never wait; a worker waits by driving
+    /// the transport and running received calls; another thread blocks.
     #[inline]
     pub(super) fn before_send(&self, dest: LocalityId) {
-        if self.windows.congested(dest) {
+        if self.windows.pressure(dest) == Pressure::Congested {
             self.wait_for_credit(dest);
+        }
+    }
+
+    /// A worker sent a frame: read what arrived and, outside a handler,
+    /// run a few received runs, so that a sender that never yields still
+    /// runs what it is sent and its peers' credit comes back.
+    pub(super) fn progress_while_sending(&self) {
+        self.transport.poll(self);
+        if !self.windows.enabled() || HandlerScope::active() {
+            return;
+        }
+        let me = self.shared();
+        for _ in 0..RUNS_PER_FRAME_SENT {
+            if !me.run_delivery() {
+                break;
+            }
         }
     }
 

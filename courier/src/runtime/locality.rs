@@ -21,7 +21,8 @@ use crate::aggregate::{Aggregator, Outbox, Reason};
 use crate::flow::{Ledger, SendWindows};
 use crate::ids::LocalityId;
 use crate::parcel::{
-    ActivityCounts, Control, Failure, FrameBuilder, PendingTable, RunKind, encode_control,
+    ActivityCounts, Control, Failure, FrameBuilder, PendingTable, RunKind, SegmentStats,
+    encode_control,
 };
 use crate::sched::Scheduler;
 use crate::transport::Transport;
@@ -83,6 +84,8 @@ pub(crate) struct Locality {
     pub(crate) windows: SendWindows,
     /// What every origin has in this locality, and the credit owed back.
     pub(crate) ledger: Ledger,
+    /// What this locality's segmented calls did.
+    pub(crate) segment_stats: Arc<SegmentStats>,
     /// Received runs of calls waiting to run.
     pub(crate) inbox: Inbox<Delivery>,
     /// This locality, for the tasks it spawns to hold.

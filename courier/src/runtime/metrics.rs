@@ -70,6 +70,11 @@ impl<'a> Metrics<'a> {
         }
     }
 
+    /// What the locality's segmented calls did.
+    pub(crate) fn segments(self) -> &'a crate::parcel::SegmentStats {
+        &self.locality.segment_stats
+    }
+
     /// The coalescing buffers' settings and statistics.
     pub(crate) fn coalescing(self) -> &'a Aggregator {
         &self.locality.aggregator

@@ -14,7 +14,8 @@
 //! - `handle`: [`Runtime`], the handle programs hold.
 //! - `send`, `receive`, `respond`: the parcel's way, above; `inbox`:
 //!   received calls waiting to run; `credit`: flow control (the `flow`
-//!   room's windows and ledger, waiting for credit, giving it back).
+//!   room's windows and ledger, waiting for credit, giving it back);
+//!   `segments`: segmented calls, sent in units that fit the credit.
 //! - `control`: the control protocol (lost peers, shutdown, reports).
 //! - `termination`: detecting that the whole job is idle, then stopping it.
 //! - `collective`: barrier, all-gather, all-reduce, quiescence; `gather`:
@@ -40,6 +41,7 @@ mod locality;
 mod metrics;
 mod receive;
 mod respond;
+mod segments;
 mod send;
 mod start;
 mod state;

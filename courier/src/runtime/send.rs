@@ -326,6 +326,6 @@ impl Outbox for Locality {
     }
 
     fn progress(&self) {
-        self.transport.poll(self);
+        self.progress_while_sending();
     }
 }

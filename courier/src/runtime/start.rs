@@ -27,9 +27,7 @@ struct Progress(Weak<Locality>);
 
 impl BackgroundWork for Progress {
     fn poll(&self) -> bool {
-        self.0
-            .upgrade()
-            .is_some_and(|l| l.transport.poll(&*l) | l.give_owed_credit())
+        self.0.upgrade().is_some_and(|l| l.transport.poll(&*l))
     }
 
     fn block(&self, timeout: Duration) -> BlockOutcome {
@@ -121,6 +119,7 @@ impl Locality {
             windows: SendWindows::new(count, credit_window, credit_queue),
             ledger: Ledger::new(count, credit_window),
             inbox: Inbox::default(),
+            segment_stats: Arc::default(),
             me: me.clone(),
         });
         sched.set_background(Arc::new(Progress(Arc::downgrade(&locality))));
