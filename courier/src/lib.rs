@@ -73,7 +73,7 @@ mod transport;
 pub use action::Action;
 pub use aggregate::{BytePolicy, Coalescing, CountPolicy};
 pub use courier_macros::action;
-pub use flow::DEFAULT_CREDIT_WINDOW;
+pub use flow::{DEFAULT_CREDIT_POOL, DEFAULT_CREDIT_WINDOW};
 pub use ids::{ActionId, LocalityId};
 #[cfg(feature = "cli")]
 pub use launch::RuntimeArgs;

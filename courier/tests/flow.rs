@@ -137,6 +137,7 @@ async fn flood(rt: Runtime, f: Flood) -> Result<(f64, f64), courier::BoxError> {
     let mut set = rt.counters([
         "/flow{locality#*/total}/count/waits",
         "/flow{locality#*/total}/count/queued-frames",
+        "/flow{locality#*/total}/count/borrow-requests",
     ])?;
     let values = set.evaluate(false).await?;
     let sum = |counter: &str| -> f64 {
@@ -147,6 +148,87 @@ async fn flood(rt: Runtime, f: Flood) -> Result<(f64, f64), courier::BoxError> {
             .sum()
     };
     Ok((sum("/count/waits"), sum("/count/queued-frames")))
+}
+
+/// Whether the pool of every locality is whole again (every loan given
+/// back), waiting up to two seconds for the last credit to come back.
+async fn pools_are_whole(rt: &Runtime, pool: f64) -> Result<bool, courier::BoxError> {
+    for _ in 0..200 {
+        let values = rt
+            .counters(["/flow{locality#*/total}/count/pool-free"])?
+            .evaluate(false)
+            .await?;
+        if values.iter().all(|v| v.value == pool) {
+            return Ok(true);
+        }
+        courier::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(false)
+}
+
+async fn counter_sum(rt: &Runtime, name: &str) -> Result<f64, courier::BoxError> {
+    let values = rt.counters([name])?.evaluate(false).await?;
+    Ok(values.iter().map(|v| v.value).sum())
+}
+
+#[test]
+fn senders_borrow_from_the_pool_and_give_every_loan_back() {
+    let pool = 1 << 20;
+    let config = common::inproc(2)
+        .workers(1)
+        .credit_window(4096)
+        .credit_pool(pool)
+        .coalescing("off".parse().unwrap())
+        .state(|_, count| Seen::new(count));
+    with_deadline("borrowing", Duration::from_secs(60), move || {
+        courier::launch(config, move |rt| async move {
+            for seq in 0..20_000 {
+                rt.post(rt.locality(1), hit, (0, seq, 500, false))?;
+            }
+            rt.quiesce().await?;
+            assert_eq!(rt.call(rt.locality(1), hits_from, (0,)).await?, 20_000);
+            let asked = counter_sum(&rt, "/flow{locality#0/total}/count/borrow-requests").await?;
+            let borrowed = counter_sum(&rt, "/flow{locality#0/total}/count/borrowed-bytes").await?;
+            let lent = counter_sum(&rt, "/flow{locality#1/total}/count/lent-bytes").await?;
+            assert!(
+                asked > 0.0 && borrowed > 4096.0,
+                "{asked} requests, {borrowed} bytes"
+            );
+            assert_eq!(borrowed, lent, "what was borrowed was lent");
+            assert!(
+                pools_are_whole(&rt, pool as f64).await?,
+                "a loan was never given back"
+            );
+            Ok(())
+        })
+        .unwrap();
+    });
+}
+
+#[test]
+fn a_hint_lets_a_sender_use_space_beyond_its_window_without_asking() {
+    let config = common::inproc(2)
+        .workers(1)
+        .credit_window(4096)
+        .credit_hint(4 << 20)
+        .credit_pool(0)
+        .coalescing("off".parse().unwrap())
+        .state(|_, count| Seen::new(count));
+    with_deadline("a hint", Duration::from_secs(60), move || {
+        courier::launch(config, move |rt| async move {
+            // About 3 MB of charge: within the hint, far beyond the window.
+            for seq in 0..10_000 {
+                rt.post(rt.locality(1), hit, (0, seq, 500, false))?;
+            }
+            rt.quiesce().await?;
+            assert_eq!(rt.call(rt.locality(1), hits_from, (0,)).await?, 10_000);
+            let waits = counter_sum(&rt, "/flow{locality#0/total}/count/waits").await?;
+            let asked = counter_sum(&rt, "/flow{locality#0/total}/count/borrow-requests").await?;
+            assert_eq!((waits, asked), (0.0, 0.0), "the hint covered everything");
+            Ok(())
+        })
+        .unwrap();
+    });
 }
 
 /// Runs `f` as an SPMD job under `config` and returns (waits, frames
@@ -205,6 +287,7 @@ fn small_windows_make_senders_wait_and_every_call_still_runs_inproc() {
     let config = common::inproc(2)
         .workers(1)
         .credit_window(4096)
+        .credit_pool(0)
         .coalescing("off".parse().unwrap());
     let (waits, queued) = run_flood("a small window", config, f);
     assert!(
@@ -222,7 +305,8 @@ fn exactly_once_under_credit_tcp_3() {
     };
     let config = common::tcp("exactly_once_under_credit_tcp_3", 3)
         .workers(1)
-        .credit_window(8192);
+        .credit_window(8192)
+        .credit_pool(64 << 10);
     let (waits, queued) = run_flood("tcp flood", config, f);
     assert!(
         waits > 0.0 && queued > 0.0,
@@ -295,6 +379,7 @@ fn a_thread_outside_the_runtime_waits_for_credit() {
     let config = common::inproc(2)
         .workers(1)
         .credit_window(4096)
+        .credit_pool(0)
         .coalescing("off".parse().unwrap())
         .state(|_, count| Seen::new(count));
     with_deadline("a thread outside", Duration::from_secs(60), move || {

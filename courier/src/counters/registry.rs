@@ -629,6 +629,18 @@ pub(crate) static TYPES: &[CounterType] = &[
         payload_bytes
     ),
     flow_counter!(
+        "/flow/count/borrow-requests",
+        "",
+        "requests to borrow from other localities' pools",
+        |f| Raw::Count(f.borrow_requests)
+    ),
+    flow_counter!(
+        "/flow/count/borrowed-bytes",
+        "B",
+        "bytes borrowed from other localities' pools",
+        |f| Raw::Count(f.borrowed_bytes)
+    ),
+    flow_counter!(
         "/flow/count/credit-returns-received",
         "",
         "credit messages received (flow control)",
@@ -653,10 +665,22 @@ pub(crate) static TYPES: &[CounterType] = &[
         |f| Raw::Gauge(f.inbox as f64)
     ),
     flow_counter!(
+        "/flow/count/lent-bytes",
+        "B",
+        "bytes this locality's pool lent",
+        |f| Raw::Count(f.lent_bytes)
+    ),
+    flow_counter!(
         "/flow/count/outstanding-bytes",
         "B",
         "charge sent to other localities and not yet given back",
         |f| Raw::Gauge(f.outstanding_bytes as f64)
+    ),
+    flow_counter!(
+        "/flow/count/pool-free",
+        "B",
+        "bytes of this locality's pool not lent now",
+        |f| Raw::Gauge(f.pool_free as f64)
     ),
     flow_counter!(
         "/flow/count/queued-bytes",

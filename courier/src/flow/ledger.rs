@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
+use super::Budget;
 use crate::ids::LocalityId;
 
 /// A frame beyond its sender's window: the sender broke the protocol.
@@ -20,10 +21,17 @@ pub(crate) struct OverCredit {
     pub(crate) window: usize,
 }
 
-/// Per origin: received work not finished, and credit not yet given back.
+/// Per origin: received work not finished, and credit not yet given back;
+/// and the shared pool origins borrow from.
 #[derive(Debug)]
 pub(crate) struct Ledger {
     window: usize,
+    /// What every origin may use beyond its window without asking.
+    hint: usize,
+    /// The shared pool's bytes not lent.
+    pool_free: AtomicUsize,
+    /// Bytes lent from the pool, ever.
+    lent: AtomicU64,
     /// Credit owed to one origin that is given back at once.
     return_at: usize,
     origins: Box<[Account]>,
@@ -37,14 +45,20 @@ pub(crate) struct Ledger {
 struct Account {
     held: AtomicUsize,
     owed: AtomicUsize,
+    /// Lent to this origin from the pool.
+    lent: AtomicUsize,
 }
 
 impl Ledger {
-    /// A ledger for `count` origins granting each `window` bytes of charge
-    /// (0: flow control off, nothing is counted).
-    pub(crate) fn new(count: u32, window: usize) -> Ledger {
+    /// A ledger for `count` origins as `budget` says (a window of 0: flow
+    /// control off, nothing is counted).
+    pub(crate) fn new(count: u32, budget: &Budget) -> Ledger {
+        let window = budget.window;
         Ledger {
             window,
+            hint: budget.hint,
+            pool_free: AtomicUsize::new(budget.pool),
+            lent: AtomicU64::new(0),
             return_at: (window / 4).max(1),
             origins: (0..count).map(|_| Account::default()).collect(),
             owed: AtomicBool::new(false),
@@ -68,15 +82,76 @@ impl Ledger {
             return Ok(());
         }
         let held = account.held.fetch_add(charge, Ordering::AcqRel);
-        if !super::SendWindows::fits(self.window, held, charge) {
+        let limit = self.window + self.hint + account.lent.load(Ordering::Acquire);
+        if !super::SendWindows::fits(limit, held, charge) {
             account.held.fetch_sub(charge, Ordering::AcqRel);
             return Err(OverCredit {
                 charge,
                 held,
-                window: self.window,
+                window: limit,
             });
         }
         Ok(())
+    }
+
+    /// `origin` asks to borrow `bytes` from the shared pool (seed 002's
+    /// reservation of user buffers): lends what the pool has, up to that,
+    /// and returns it (perhaps 0).
+    pub(crate) fn lend(&self, origin: LocalityId, bytes: usize) -> usize {
+        let Some(account) = self.origins.get(origin.index()) else {
+            return 0;
+        };
+        let mut free = self.pool_free.load(Ordering::Acquire);
+        loop {
+            let lent = bytes.min(free);
+            match self.pool_free.compare_exchange_weak(
+                free,
+                free - lent,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    account.lent.fetch_add(lent, Ordering::AcqRel);
+                    self.lent.fetch_add(lent as u64, Ordering::Relaxed);
+                    return lent;
+                }
+                Err(now) => free = now,
+            }
+        }
+    }
+
+    /// `origin` gives back `bytes` it borrowed (more than it has borrowed
+    /// is a broken peer's word and gives back only what it has).
+    pub(crate) fn take_back(&self, origin: LocalityId, bytes: usize) {
+        let Some(account) = self.origins.get(origin.index()) else {
+            return;
+        };
+        let mut lent = account.lent.load(Ordering::Acquire);
+        loop {
+            let back = bytes.min(lent);
+            match account.lent.compare_exchange_weak(
+                lent,
+                lent - back,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    self.pool_free.fetch_add(back, Ordering::AcqRel);
+                    return;
+                }
+                Err(now) => lent = now,
+            }
+        }
+    }
+
+    /// The shared pool's bytes not lent now.
+    pub(crate) fn pool_free(&self) -> usize {
+        self.pool_free.load(Ordering::Relaxed)
+    }
+
+    /// Bytes lent from the pool, ever.
+    pub(crate) fn lent_total(&self) -> u64 {
+        self.lent.load(Ordering::Relaxed)
     }
 
     /// Work costing `charge` from `origin` is finished. Returns the credit
@@ -143,7 +218,7 @@ mod tests {
 
     #[test]
     fn a_frame_beyond_the_window_is_refused_and_not_counted() {
-        let ledger = Ledger::new(2, 100);
+        let ledger = Ledger::new(2, &Budget::window(100));
         ledger.receive(l(1), 60).unwrap();
         let err = ledger.receive(l(1), 60).unwrap_err();
         assert_eq!(
@@ -163,7 +238,7 @@ mod tests {
 
     #[test]
     fn a_frame_larger_than_the_window_is_accepted_alone() {
-        let ledger = Ledger::new(2, 100);
+        let ledger = Ledger::new(2, &Budget::window(100));
         ledger.receive(l(1), 1000).unwrap();
         assert!(ledger.receive(l(1), 1).is_err());
         assert_eq!(ledger.finish(l(1), 1000), Some(1000));
@@ -172,7 +247,7 @@ mod tests {
 
     #[test]
     fn credit_goes_back_by_quarter_windows_and_the_rest_on_demand() {
-        let ledger = Ledger::new(3, 100);
+        let ledger = Ledger::new(3, &Budget::window(100));
         for _ in 0..4 {
             ledger.receive(l(1), 10).unwrap();
         }
@@ -192,13 +267,46 @@ mod tests {
     }
 
     #[test]
+    fn the_pool_lends_what_it_has_and_a_loan_widens_the_window() {
+        let budget = Budget {
+            pool: 150,
+            ..Budget::window(100)
+        };
+        let ledger = Ledger::new(3, &budget);
+        assert_eq!(ledger.lend(l(1), 100), 100);
+        assert_eq!(ledger.lend(l(2), 100), 50, "what is left");
+        assert_eq!(ledger.lend(l(2), 100), 0);
+        assert_eq!(ledger.pool_free(), 0);
+        ledger.receive(l(1), 150).unwrap();
+        ledger.receive(l(1), 50).unwrap();
+        assert!(ledger.receive(l(1), 1).is_err(), "window 100 + loan 100");
+        ledger.take_back(l(2), 1000);
+        assert_eq!(ledger.pool_free(), 50, "only what was lent comes back");
+        ledger.take_back(l(1), 100);
+        assert_eq!(ledger.pool_free(), 150);
+        assert_eq!(ledger.lent_total(), 150);
+    }
+
+    #[test]
+    fn a_hint_widens_every_window_without_asking() {
+        let budget = Budget {
+            hint: 50,
+            ..Budget::window(100)
+        };
+        let ledger = Ledger::new(2, &budget);
+        ledger.receive(l(1), 100).unwrap();
+        ledger.receive(l(1), 50).unwrap();
+        assert!(ledger.receive(l(1), 1).is_err());
+    }
+
+    #[test]
     fn off_counts_nothing_and_unknown_origins_are_ignored() {
-        let ledger = Ledger::new(2, 0);
+        let ledger = Ledger::new(2, &Budget::window(0));
         for _ in 0..10 {
             ledger.receive(l(1), 1 << 30).unwrap();
         }
         assert_eq!(ledger.finish(l(1), 1 << 30), None);
-        let on = Ledger::new(2, 100);
+        let on = Ledger::new(2, &Budget::window(100));
         on.receive(l(7), 1 << 30).unwrap();
         assert_eq!(on.finish(l(7), 1), None);
     }

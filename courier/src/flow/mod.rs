@@ -17,6 +17,19 @@
 //! takes at the target (a task and a queue entry each), not by its few
 //! wire bytes.
 //!
+//! # Borrowing and hints
+//!
+//! Beyond its window, an origin may borrow from the target's shared
+//! *pool* (seed 002's user buffers, reserved by a handshake): when frames
+//! queue for lack of credit it asks for what waits (`Control::Borrow`),
+//! the target lends what its pool has (`Control::Lent`, perhaps 0), and
+//! the origin gives the loan back (`Control::GiveBack`) once its queue is
+//! empty and its window alone covers what is outstanding. A *hint*
+//! (`Config::credit_hint`, seed 002's `am_user_buf` hint) declares space
+//! every origin may use at every target beyond its window without asking:
+//! no handshake. A target never holds more than
+//! `(window + hint) × (localities − 1) + pool` of received calls.
+//!
 //! # What needs credit
 //!
 //! Frames of calls and of routed calls. Responses and control messages
@@ -58,7 +71,36 @@ mod ledger;
 mod window;
 
 pub(crate) use ledger::{Ledger, OverCredit};
-pub(crate) use window::{Offer, Pressure, SendWindows};
+pub(crate) use window::{Offer, Pressure, Refill, SendWindows};
+
+/// What one locality grants and may use: see `Config::credit_window`,
+/// `credit_pool`, `credit_hint` and `credit_queue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Budget {
+    /// Every origin's exclusive window at a target (0: flow control off).
+    pub(crate) window: usize,
+    /// What every origin may use beyond its window at every target without
+    /// asking (seed 002's hint of exclusive user buffer space).
+    pub(crate) hint: usize,
+    /// A target's shared pool, lent to origins that ask (seed 002's user
+    /// buffers reserved by a handshake).
+    pub(crate) pool: usize,
+    /// Charge queued for one destination beyond which the program waits.
+    pub(crate) queue: usize,
+}
+
+impl Budget {
+    /// A window alone: no hint, no pool, a queue limit of a quarter window.
+    #[cfg(test)]
+    pub(crate) fn window(window: usize) -> Budget {
+        Budget {
+            window,
+            hint: 0,
+            pool: 0,
+            queue: window / 4,
+        }
+    }
+}
 
 /// What each received frame costs its sender in credit beyond its length:
 /// the memory a frame takes at the target besides its bytes (a queue entry
@@ -75,3 +117,7 @@ pub(crate) fn charge(len: usize) -> usize {
 /// The default window: the bytes of received, unfinished calls one origin
 /// may have at a target.
 pub const DEFAULT_CREDIT_WINDOW: usize = 4 << 20;
+
+/// The default shared pool: the bytes of received calls a locality lends
+/// to origins beyond their windows.
+pub const DEFAULT_CREDIT_POOL: usize = 16 << 20;

@@ -75,6 +75,14 @@ pub struct RuntimeArgs {
     /// another, or `off` [default: 4 MiB, or COURIER_CREDIT_WINDOW].
     #[arg(long, value_name = "BYTES|off", value_parser = super::config::parse_credit_window)]
     pub credit_window: Option<usize>,
+    /// Flow control: bytes a locality lends to origins beyond their
+    /// windows [default: 16 MiB, or COURIER_CREDIT_POOL].
+    #[arg(long, value_name = "BYTES")]
+    pub credit_pool: Option<usize>,
+    /// Flow control: bytes every origin may use at every target beyond its
+    /// window without asking [default: 0, or COURIER_CREDIT_HINT].
+    #[arg(long, value_name = "BYTES")]
+    pub credit_hint: Option<usize>,
     /// List every counter type with its unit and help, then exit.
     #[arg(long)]
     pub list_counters: bool,
@@ -114,6 +122,12 @@ impl RuntimeArgs {
         }
         if let Some(w) = self.credit_window {
             config = config.credit_window(w);
+        }
+        if let Some(p) = self.credit_pool {
+            config = config.credit_pool(p);
+        }
+        if let Some(h) = self.credit_hint {
+            config = config.credit_hint(h);
         }
         if let Some(c) = self.coalescing {
             config = config.coalescing(c);

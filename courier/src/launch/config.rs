@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::aggregate::Coalescing;
 use crate::counters::{CounterFormat, PrintOptions};
-use crate::flow::DEFAULT_CREDIT_WINDOW;
+use crate::flow::{Budget, DEFAULT_CREDIT_POOL, DEFAULT_CREDIT_WINDOW};
 use crate::ids::LocalityId;
 use crate::runtime::Error;
 use crate::runtime::LocalitySettings as Settings;
@@ -99,6 +99,8 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 1 << 30;
 /// | `COURIER_MAX_FRAME_BYTES` | [`Config::max_frame_bytes`] | largest frame a locality accepts | 1 GiB |
 /// | `COURIER_COALESCING` | [`Config::coalescing`] | coalescing of actions declared with `#[courier::action(coalescing)]` (`off`, `on`, `count:...`, `bytes:...`; see [`Coalescing`]) | `count` with its defaults |
 /// | `COURIER_CREDIT_WINDOW` | [`Config::credit_window`] | flow control: bytes of unfinished calls one locality may have at another, or `off` | 4 MiB ([`DEFAULT_CREDIT_WINDOW`](crate::DEFAULT_CREDIT_WINDOW)) |
+/// | `COURIER_CREDIT_POOL` | [`Config::credit_pool`] | flow control: bytes a locality lends to origins beyond their windows | 16 MiB ([`DEFAULT_CREDIT_POOL`](crate::DEFAULT_CREDIT_POOL)) |
+/// | `COURIER_CREDIT_HINT` | [`Config::credit_hint`] | flow control: bytes every origin may use at every target beyond its window without asking | 0 |
 /// | `COURIER_MPI_PROGRESS` | [`Config::mpi_progress`] | `workers` or `funneled` ([`MpiProgress`]) | `workers` |
 ///
 /// A value that does not parse makes [`launch`](crate::launch) fail with
@@ -145,6 +147,8 @@ pub struct Config {
     pub(crate) mpi_progress: MpiProgress,
     pub(crate) credit_window: usize,
     pub(crate) credit_queue: Option<usize>,
+    pub(crate) credit_pool: usize,
+    pub(crate) credit_hint: usize,
 }
 
 impl Default for Config {
@@ -212,6 +216,9 @@ impl Config {
             mpi_progress: env_value("COURIER_MPI_PROGRESS", &mut errors).unwrap_or_default(),
             credit_window: env_credit_window(&mut errors).unwrap_or(DEFAULT_CREDIT_WINDOW),
             credit_queue: None,
+            credit_pool: env_value("COURIER_CREDIT_POOL", &mut errors)
+                .unwrap_or(DEFAULT_CREDIT_POOL),
+            credit_hint: env_value("COURIER_CREDIT_HINT", &mut errors).unwrap_or(0),
         };
         Config {
             env_error: (!errors.is_empty()).then(|| errors.join("; ")),
@@ -296,14 +303,37 @@ impl Config {
     /// calls one locality may have at another (each frame counts 256
     /// bytes more than its length, for the memory it takes beyond its
     /// bytes). A sender holds frames beyond it until the target
-    /// gives credit back, which it does as it finishes running them, so a
-    /// locality never holds more than `window × (localities − 1)` of
-    /// received calls. 0 turns flow control off. Default
+    /// gives credit back, which it does as it finishes running them, or
+    /// lends it more from its pool ([`credit_pool`](Self::credit_pool)),
+    /// so a locality never holds more than
+    /// `(window + hint) × (localities − 1) + pool` of received calls. 0
+    /// turns flow control off. Default
     /// [`DEFAULT_CREDIT_WINDOW`](crate::DEFAULT_CREDIT_WINDOW) (4 MiB);
     /// `COURIER_CREDIT_WINDOW`. Every locality of a job must use the same
     /// window: a frame beyond it is taken as a broken peer.
     pub fn credit_window(mut self, bytes: usize) -> Self {
         self.credit_window = bytes;
+        self
+    }
+
+    /// Sets the shared pool of every locality: bytes of received calls it
+    /// lends to origins that ran out of window and ask (seed 002's user
+    /// buffers, reserved by a handshake), and takes back when they no
+    /// longer need them. Default
+    /// [`DEFAULT_CREDIT_POOL`](crate::DEFAULT_CREDIT_POOL) (16 MiB); 0: no
+    /// pool. `COURIER_CREDIT_POOL`.
+    pub fn credit_pool(mut self, bytes: usize) -> Self {
+        self.credit_pool = bytes;
+        self
+    }
+
+    /// Declares `bytes` that every origin may use at every target beyond
+    /// its window without asking (seed 002's hint of exclusive user buffer
+    /// space, `am_user_buf`): an origin that knows how much it will send
+    /// skips the borrowing handshake. Every locality must get the same
+    /// hint. Default 0; `COURIER_CREDIT_HINT`.
+    pub fn credit_hint(mut self, bytes: usize) -> Self {
+        self.credit_hint = bytes;
         self
     }
 
@@ -338,8 +368,12 @@ impl Config {
             max_frame_bytes: self.max_frame_bytes,
             coalescing: self.coalescing,
             action_coalescing: self.action_settings().unwrap_or_default(),
-            credit_window: self.credit_window,
-            credit_queue: self.credit_queue.unwrap_or(self.credit_window / 4),
+            credit: Budget {
+                window: self.credit_window,
+                hint: self.credit_hint,
+                pool: self.credit_pool,
+                queue: self.credit_queue.unwrap_or(self.credit_window / 4),
+            },
             states: &self.states,
         }
     }

@@ -140,6 +140,14 @@ pub(crate) enum Control {
     /// Flow control: the sender finished `bytes` of the receiver's calls
     /// (their charge); that much credit comes back.
     Credit { bytes: u64 },
+    /// Flow control: the sender asks to borrow `bytes` from the receiver's
+    /// shared pool.
+    Borrow { bytes: u64 },
+    /// Flow control: the answer to [`Control::Borrow`], what was lent
+    /// (perhaps 0).
+    Lent { bytes: u64 },
+    /// Flow control: the sender gives back `bytes` it borrowed.
+    GiveBack { bytes: u64 },
 }
 
 /// Monotonic counters of one locality, compared across two waves to detect

@@ -35,6 +35,12 @@ impl Locality {
                 self.control_changed.notify_all();
             }
             Control::Credit { bytes } => self.credit_returned(source, bytes),
+            Control::Borrow { bytes } => self.lend(source, bytes),
+            Control::Lent { bytes } => self.borrowed(source, bytes),
+            Control::GiveBack { bytes } => {
+                self.ledger
+                    .take_back(source, usize::try_from(bytes).unwrap_or(usize::MAX));
+            }
             Control::Gather { .. }
             | Control::Gathered { .. }
             | Control::QuiesceRequest { .. }

@@ -10,7 +10,7 @@ use crossbeam_utils::Backoff;
 
 use super::locality::Locality;
 use crate::clock::clock;
-use crate::flow::{Offer, Pressure, charge};
+use crate::flow::{Offer, Pressure, Refill, charge};
 use crate::ids::LocalityId;
 use crate::parcel::{Control, FRAME_HEADROOM, RunKind};
 use crate::sched::on_worker;
@@ -67,7 +67,15 @@ impl Locality {
         let offer = self.windows.offer(dest, frame, charge, |frame| {
             self.transport.send(dest, frame)
         })?;
-        if offer == Offer::Queued {
+        if let Offer::Queued(borrow) = offer {
+            if let Some(bytes) = borrow {
+                self.send_control(
+                    dest,
+                    &Control::Borrow {
+                        bytes: bytes as u64,
+                    },
+                );
+            }
             // The program's next send to `dest` may wait; if this thread
             // is a worker of this locality, the credit arrives by its own
             // polling or another worker's.
@@ -79,8 +87,47 @@ impl Locality {
     /// `source` gave back `bytes` of credit: what waited for it leaves.
     pub(super) fn credit_returned(&self, source: LocalityId, bytes: u64) {
         let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
-        self.windows
+        let refill = self
+            .windows
             .credit(source, bytes, |frame| self.transport.send(source, frame));
+        self.after_refill(source, refill);
+    }
+
+    /// `origin` asks to borrow `bytes` from this locality's pool.
+    pub(super) fn lend(&self, origin: LocalityId, bytes: u64) {
+        let lent = self
+            .ledger
+            .lend(origin, usize::try_from(bytes).unwrap_or(usize::MAX));
+        self.send_control(origin, &Control::Lent { bytes: lent as u64 });
+    }
+
+    /// `source` lent `bytes` from its pool: what waited for it leaves.
+    pub(super) fn borrowed(&self, source: LocalityId, bytes: u64) {
+        let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        let refill = self
+            .windows
+            .lent(source, bytes, |frame| self.transport.send(source, frame));
+        self.after_refill(source, refill);
+    }
+
+    /// Asks `dest` for a loan, or gives one back, as a refill says.
+    fn after_refill(&self, dest: LocalityId, refill: Refill) {
+        if let Some(bytes) = refill.borrow {
+            self.send_control(
+                dest,
+                &Control::Borrow {
+                    bytes: bytes as u64,
+                },
+            );
+        }
+        if let Some(bytes) = refill.give_back {
+            self.send_control(
+                dest,
+                &Control::GiveBack {
+                    bytes: bytes as u64,
+                },
+            );
+        }
     }
 
     /// Received work from `origin` costing `credit` is finished: give

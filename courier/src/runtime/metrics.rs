@@ -58,6 +58,10 @@ impl<'a> Metrics<'a> {
         let waits = &l.traffic.credit_waits;
         FlowReadings {
             window: l.windows.window() as u64,
+            borrow_requests: l.windows.borrow_requests(),
+            borrowed_bytes: l.windows.borrowed(),
+            lent_bytes: l.ledger.lent_total(),
+            pool_free: l.ledger.pool_free() as u64,
             queued_bytes: l.windows.queued_bytes() as u64,
             outstanding_bytes: l.windows.outstanding_bytes() as u64,
             frames_queued: l.windows.frames_queued(),
@@ -86,6 +90,14 @@ impl<'a> Metrics<'a> {
 pub(crate) struct FlowReadings {
     /// The credit window, bytes of charge (0: off).
     pub(crate) window: u64,
+    /// Requests to borrow from other localities' pools, ever.
+    pub(crate) borrow_requests: u64,
+    /// Bytes borrowed from them, ever.
+    pub(crate) borrowed_bytes: u64,
+    /// Bytes this locality's pool lent, ever.
+    pub(crate) lent_bytes: u64,
+    /// This locality's pool not lent now.
+    pub(crate) pool_free: u64,
     /// Charge of the frames waiting for credit now.
     pub(crate) queued_bytes: u64,
     /// Charge sent and not yet given back now.

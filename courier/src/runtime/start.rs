@@ -15,7 +15,7 @@ use super::locality::{ControlState, Locality, ParcelWork};
 use super::states::{StateMaker, States};
 use super::traffic::Traffic;
 use crate::aggregate::{Aggregator, Coalescing};
-use crate::flow::{Ledger, SendWindows};
+use crate::flow::{Budget, Ledger, SendWindows};
 use crate::ids::LocalityId;
 use crate::sched::{BackgroundWork, BlockOutcome, Scheduler};
 use crate::transport::Transport;
@@ -64,12 +64,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) coalescing: Coalescing,
     /// Coalescing set by action slot.
     pub(crate) action_coalescing: Vec<(usize, Coalescing)>,
-    /// Flow control: the credit window each origin gets here, in bytes of
-    /// charge (0: off).
-    pub(crate) credit_window: usize,
-    /// Flow control: charge queued for one destination beyond which the
-    /// program's sends to it wait.
-    pub(crate) credit_queue: usize,
+    /// Flow control: windows, hint, pool and queue limit.
+    pub(crate) credit: Budget,
     /// Makers of the program's per-locality state.
     pub(crate) states: &'a [StateMaker],
 }
@@ -87,8 +83,7 @@ impl Locality {
             max_frame_bytes,
             coalescing,
             action_coalescing,
-            credit_window,
-            credit_queue,
+            credit,
             states,
         } = settings;
         let sched = Scheduler::new(workers);
@@ -116,8 +111,8 @@ impl Locality {
             states: States::make(states, here, count),
             collectives: Collectives::default(),
             parcel_work: ParcelWork::default(),
-            windows: SendWindows::new(count, credit_window, credit_queue),
-            ledger: Ledger::new(count, credit_window),
+            windows: SendWindows::new(count, &credit),
+            ledger: Ledger::new(count, &credit),
             inbox: Inbox::default(),
             segment_stats: Arc::default(),
             me: me.clone(),
