@@ -462,3 +462,25 @@ fn a_peer_beyond_its_window_is_dropped() {
         other => panic!("the job did not fail: {other:?}"),
     }
 }
+
+/// The MPI cases of this file and the sizes they run at.
+#[cfg(feature = "mpi")]
+#[test]
+fn under_mpirun() {
+    common::mpirun(&["mpi_flood_with_callbacks"], &[2, 4]);
+}
+
+#[test]
+#[ignore = "an MPI case: run by under_mpirun"]
+fn mpi_flood_with_callbacks() {
+    let f = Flood {
+        per_peer: 5_000,
+        ns: 200,
+        back: true,
+    };
+    let config = common::mpi()
+        .workers(1)
+        .credit_window(8192)
+        .credit_pool(32 << 10);
+    run_flood("an MPI flood", config, f);
+}
