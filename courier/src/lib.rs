@@ -33,8 +33,9 @@
 //! ```text
 //! launch      Config, launch, launch_spmd, the rendezvous, `courier run`'s launcher
 //! counters    performance counters: names, registry, sets, printers, Prometheus
-//! runtime     Locality, the Runtime handle; send → receive → respond; control,
-//!             termination, collectives, per-locality state, sleep
+//! runtime     Locality, the Runtime handle; send → receive → respond; credit
+//!             and the inbox, segmented calls; control, termination,
+//!             collectives, per-locality state, sleep
 //! aggregate   coalescing: per-worker buffers, flush policies, timer, 2D grid
 //! action      the Action trait, the registry, the executor of received calls
 //! transport   inproc, TCP and (feature `mpi`) MPI, behind one small trait

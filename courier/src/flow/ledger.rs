@@ -1,7 +1,7 @@
 //! The receiving side: [`Ledger`], what each origin has in this locality
 //! and the credit owed back to it.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use super::Budget;
 use crate::ids::LocalityId;
@@ -309,5 +309,52 @@ mod tests {
         let on = Ledger::new(2, &Budget::window(100));
         on.receive(l(7), 1 << 30).unwrap();
         assert_eq!(on.finish(l(7), 1), None);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use loom::sync::Arc;
+
+    use super::*;
+
+    /// Two origins borrow from one pool while one gives its loan back and
+    /// frames arrive and finish: in every interleaving, what the pool has
+    /// plus what is lent is the pool, and a loan is usable as soon as it
+    /// is lent.
+    #[test]
+    fn loom_the_pool_is_conserved_and_a_loan_widens_the_window() {
+        loom::model(|| {
+            let budget = Budget {
+                window: 10,
+                hint: 0,
+                pool: 100,
+                queue: 0,
+            };
+            let ledger = Arc::new(Ledger::new(2, &budget));
+            let first = {
+                let ledger = Arc::clone(&ledger);
+                loom::thread::spawn(move || {
+                    let lent = ledger.lend(LocalityId::new(0), 70);
+                    if lent > 10 {
+                        // The loan is in force: 10 + lent fits.
+                        ledger.receive(LocalityId::new(0), 5).unwrap();
+                        ledger.receive(LocalityId::new(0), 5 + lent - 10).unwrap();
+                        ledger.finish(LocalityId::new(0), 5);
+                        ledger.finish(LocalityId::new(0), 5 + lent - 10);
+                    }
+                    ledger.take_back(LocalityId::new(0), lent);
+                })
+            };
+            let second = {
+                let ledger = Arc::clone(&ledger);
+                loom::thread::spawn(move || ledger.lend(LocalityId::new(1), 70))
+            };
+            first.join().unwrap();
+            let lent = second.join().unwrap();
+            assert!(lent == 30 || lent == 70, "lent {lent}");
+            assert_eq!(ledger.pool_free() + lent, 100);
+            assert_eq!(ledger.held_bytes(), 0);
+        });
     }
 }

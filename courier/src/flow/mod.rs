@@ -66,6 +66,20 @@
 //! above); a thread outside the runtime blocks. A handler of a received
 //! call does not wait (see above): what it sends is bounded by what it
 //! was sent.
+//!
+//! # What it does not bound
+//!
+//! - The tasks of `async` actions: a run of calls gives its credit back
+//!   once it has started them, and each task then holds its decoded
+//!   arguments until it ends, like any task the program spawns.
+//! - What handlers send: it queues at their locality without waiting (the
+//!   price of deadlock freedom), so a handler that sends more than it was
+//!   sent, call after call, grows its locality's queue.
+//! - Results: responses need no credit, so a program with 10^7 `call`s
+//!   outstanding holds their pending entries and results; bound it by
+//!   awaiting as it goes, or with `call_batch` (one entry per batch).
+//! - The argument above assumes handlers end and that the program does
+//!   not block every worker outside Courier (on a lock or a channel).
 
 mod ledger;
 mod window;
