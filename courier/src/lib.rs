@@ -83,8 +83,8 @@ pub use launch::{
     report_to_stderr,
 };
 pub use parcel::{
-    BatchFuture, CallError, CallFuture, DEFAULT_PACK_BELOW, SegmentFull, SegmentOptions,
-    SegmentOutput, SegmentResults, SegmentUnit, SegmentsFuture,
+    BatchFuture, CallError, CallFuture, DEFAULT_PACK_BELOW, MAX_UNIT_SLOTS, SegmentFull,
+    SegmentOptions, SegmentOutput, SegmentResults, SegmentUnit, SegmentsFuture,
 };
 pub use runtime::{
     BoxError, CoalescingError, Error, Runtime, Sleep, current, sleep, try_current, with_state,

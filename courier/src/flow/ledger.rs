@@ -82,7 +82,10 @@ impl Ledger {
             return Ok(());
         }
         let held = account.held.fetch_add(charge, Ordering::AcqRel);
-        let limit = self.window + self.hint + account.lent.load(Ordering::Acquire);
+        let limit = self
+            .window
+            .saturating_add(self.hint)
+            .saturating_add(account.lent.load(Ordering::Acquire));
         if !super::SendWindows::fits(limit, held, charge) {
             account.held.fetch_sub(charge, Ordering::AcqRel);
             return Err(OverCredit {

@@ -169,7 +169,9 @@ impl SendWindows {
 
     /// What may be outstanding towards a destination now.
     fn limit(&self, state: &State) -> usize {
-        self.window + self.hint + state.loan
+        self.window
+            .saturating_add(self.hint)
+            .saturating_add(state.loan)
     }
 
     /// Whether to ask the destination's pool for what waits (once at a
@@ -212,7 +214,9 @@ impl SendWindows {
         // next credit that comes back asks again.
         self.refill(dest, send, bytes > 0, |state| {
             state.borrowing = false;
-            state.loan += bytes;
+            // A loan nobody asked for, or a huge one, is a broken peer's
+            // word: it only lets this locality send it more.
+            state.loan = state.loan.saturating_add(bytes);
         })
     }
 
@@ -253,7 +257,7 @@ impl SendWindows {
             if state.queue.is_empty()
                 && state.loan > 0
                 && !state.borrowing
-                && state.outstanding <= self.window + self.hint
+                && state.outstanding <= self.window.saturating_add(self.hint)
             {
                 refill.give_back = Some(std::mem::take(&mut state.loan));
             }
@@ -414,6 +418,23 @@ mod tests {
         let refill = w.credit(l(1), 5, ok);
         assert_eq!((refill.sent, refill.borrow), (0, Some(60)), "asked again");
         assert_eq!(w.credit(l(1), 45, ok).sent, 1);
+    }
+
+    #[test]
+    fn a_huge_loan_from_a_broken_peer_does_not_overflow() {
+        let w = SendWindows::new(
+            2,
+            &Budget {
+                pool: 1,
+                hint: usize::MAX,
+                ..budget(100, 0)
+            },
+        );
+        let ok = |_f: Vec<u8>| Ok::<(), ()>(());
+        w.lent(l(1), usize::MAX, ok);
+        w.lent(l(1), usize::MAX, ok);
+        assert_eq!(w.offer(l(1), frame(0), usize::MAX / 2, ok), Ok(Offer::Sent));
+        w.credit(l(1), usize::MAX, ok);
     }
 
     #[test]

@@ -33,8 +33,8 @@ pub(crate) use frame::{EncodeError, FrameBuilder, FrameMark, encode_control};
 pub use pending::{BatchFuture, CallFuture};
 pub(crate) use pending::{BatchResults, Path, PendingCall, PendingTable, Response};
 pub use segments::{
-    DEFAULT_PACK_BELOW, SegmentFull, SegmentOptions, SegmentOutput, SegmentResults, SegmentUnit,
-    SegmentsFuture,
+    DEFAULT_PACK_BELOW, MAX_UNIT_SLOTS, SegmentFull, SegmentOptions, SegmentOutput, SegmentResults,
+    SegmentUnit, SegmentsFuture,
 };
 pub(crate) use segments::{SegmentSink, SegmentStats, SegmentUnitRef, split_units};
 pub(crate) use wire::{

@@ -33,6 +33,10 @@ use super::error::{CallError, Failure};
 use super::pending::{BatchSink, PendingCall};
 use crate::ids::LocalityId;
 
+/// The most output slots (segments × `max_out`) one unit may ask its
+/// target for; keep `max_out` × the segments of a unit below it.
+pub const MAX_UNIT_SLOTS: usize = 1 << 24;
+
 /// The default `pack_below` of [`SegmentOptions`]: seed 002's 0.8.
 pub const DEFAULT_PACK_BELOW: f32 = 0.8;
 
@@ -52,7 +56,8 @@ pub struct SegmentOptions {
 
 impl SegmentOptions {
     /// At most `max_out` output items per segment (the size of each
-    /// segment's place at the origin).
+    /// segment's place at the origin). A unit holds at most
+    /// [`MAX_UNIT_SLOTS`] / `max_out` segments.
     pub fn new(max_out: u32) -> Self {
         SegmentOptions {
             max_out,
@@ -136,8 +141,26 @@ impl<S> SegmentUnit<S> {
 
     /// An empty output for this unit: `max_out` slots per segment, packed
     /// or sent whole as the call asked.
+    ///
+    /// # Panics
+    ///
+    /// Panics (failing this call only, as any panic of a handler does) if
+    /// the unit asks for more than [`MAX_UNIT_SLOTS`] slots: a unit from a
+    /// broken or hostile caller must not make the target allocate without
+    /// bound.
     pub fn output<U: Default + Clone>(&self) -> SegmentOutput<U> {
-        let slots = self.segments.len() * self.max_out as usize;
+        let slots = self
+            .segments
+            .len()
+            .checked_mul(self.max_out as usize)
+            .filter(|&slots| slots <= MAX_UNIT_SLOTS)
+            .unwrap_or_else(|| {
+                panic!(
+                    "a unit of {} segments of {} output items each is above {MAX_UNIT_SLOTS} slots",
+                    self.segments.len(),
+                    self.max_out
+                )
+            });
         SegmentOutput {
             max_out: self.max_out,
             pack_below: self.pack_below,
@@ -158,22 +181,27 @@ pub(crate) struct SegmentUnitRef<'a, S> {
 }
 
 /// Splits `segments` into pipeline units of at most `unit_bytes` encoded
-/// bytes each (at least one segment each): the first segment of every
-/// unit, then the number of segments.
+/// bytes and `max_out` × segments ≤ [`MAX_UNIT_SLOTS`] each (at least one
+/// segment each): the first segment of every unit, then the number of
+/// segments.
 pub(crate) fn split_units<S: Serialize>(
     segments: &[S],
     unit_bytes: usize,
+    max_out: u32,
 ) -> Result<Vec<u64>, super::EncodeError> {
+    let most = (MAX_UNIT_SLOTS / (max_out as usize).max(1)).max(1);
     let mut bounds = vec![0];
     let mut scratch = Vec::new();
     let mut bytes = 0;
+    let mut first = 0;
     for (i, segment) in segments.iter().enumerate() {
         scratch.clear();
         super::encode::encode(segment, &mut scratch)
             .map_err(|e| super::EncodeError::Serialize(e.to_string()))?;
-        if bytes > 0 && bytes + scratch.len() > unit_bytes {
+        if bytes > 0 && (bytes + scratch.len() > unit_bytes || i - first == most) {
             bounds.push(i as u64);
             bytes = 0;
+            first = i;
         }
         bytes += scratch.len();
     }
@@ -601,10 +629,19 @@ mod tests {
     fn units_hold_whole_segments_up_to_their_bytes() {
         let segments: Vec<Vec<u8>> = [3, 3, 3, 10, 1, 1].iter().map(|&n| vec![0; n]).collect();
         // Each encodes as its length byte and its bytes: 4 4 4 11 2 2.
-        assert_eq!(split_units(&segments, 8).unwrap(), [0, 2, 3, 4, 6]);
-        assert_eq!(split_units(&segments, 1000).unwrap(), [0, 6]);
-        assert_eq!(split_units(&segments, 1).unwrap(), [0, 1, 2, 3, 4, 5, 6]);
-        assert_eq!(split_units::<u8>(&[], 8).unwrap(), [0]);
+        assert_eq!(split_units(&segments, 8, 1).unwrap(), [0, 2, 3, 4, 6]);
+        assert_eq!(split_units(&segments, 1000, 1).unwrap(), [0, 6]);
+        assert_eq!(split_units(&segments, 1, 1).unwrap(), [0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(split_units::<u8>(&[], 8, 1).unwrap(), [0]);
+        // At most MAX_UNIT_SLOTS / max_out segments a unit.
+        let max_out = (MAX_UNIT_SLOTS / 2) as u32;
+        assert_eq!(split_units(&segments, 1000, max_out).unwrap(), [0, 2, 4, 6]);
+    }
+
+    #[test]
+    #[should_panic(expected = "above 16777216 slots")]
+    fn a_unit_asking_for_too_many_slots_fails_instead_of_allocating() {
+        let _ = unit(2, u32::MAX, 0.8).output::<u32>();
     }
 
     #[test]

@@ -89,7 +89,8 @@ impl Runtime {
         } else {
             window / 4
         };
-        let bounds = match split_units(segments, options.unit_bytes_or(default_unit)) {
+        let unit_bytes = options.unit_bytes_or(default_unit);
+        let bounds = match split_units(segments, unit_bytes, options.max_out()) {
             Ok(bounds) => bounds,
             Err(e) => {
                 return SegmentsFuture::failed(A::NAME, dest, Failure::EncodeArgs(e.to_string()));
