@@ -39,6 +39,8 @@ pub(crate) struct Ledger {
     owed: AtomicBool,
     /// Credit messages sent, ever.
     returns: AtomicU64,
+    /// Received work not finished, over every origin.
+    held: AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -63,6 +65,7 @@ impl Ledger {
             origins: (0..count).map(|_| Account::default()).collect(),
             owed: AtomicBool::new(false),
             returns: AtomicU64::new(0),
+            held: AtomicUsize::new(0),
         }
     }
 
@@ -94,6 +97,7 @@ impl Ledger {
                 window: limit,
             });
         }
+        self.held.fetch_add(charge, Ordering::Relaxed);
         Ok(())
     }
 
@@ -166,6 +170,7 @@ impl Ledger {
             return None;
         }
         account.held.fetch_sub(charge, Ordering::AcqRel);
+        self.held.fetch_sub(charge, Ordering::Relaxed);
         let owed = account.owed.fetch_add(charge, Ordering::AcqRel) + charge;
         if owed >= self.return_at {
             let owed = account.owed.swap(0, Ordering::AcqRel);
@@ -203,6 +208,13 @@ impl Ledger {
             .iter()
             .map(|a| a.held.load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// Whether some origin may soon wait for its credit: origins have a
+    /// quarter window or more of unfinished work here.
+    #[inline]
+    pub(crate) fn pressed(&self) -> bool {
+        self.held.load(Ordering::Relaxed) >= self.window / 4
     }
 
     /// Credit messages sent, ever.
@@ -288,6 +300,19 @@ mod tests {
         ledger.take_back(l(1), 100);
         assert_eq!(ledger.pool_free(), 150);
         assert_eq!(ledger.lent_total(), 150);
+    }
+
+    #[test]
+    fn a_quarter_window_of_unfinished_work_presses() {
+        let ledger = Ledger::new(3, &Budget::window(100));
+        ledger.receive(l(1), 20).unwrap();
+        assert!(!ledger.pressed());
+        ledger.receive(l(2), 5).unwrap();
+        assert!(ledger.pressed(), "25 of others' work held");
+        ledger.finish(l(2), 5);
+        assert!(!ledger.pressed());
+        assert!(ledger.receive(l(1), 100).is_err());
+        assert!(!ledger.pressed(), "a refused frame is not held");
     }
 
     #[test]

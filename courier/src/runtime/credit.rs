@@ -167,12 +167,13 @@ impl Locality {
         }
     }
 
-    /// A worker sent a frame: read what arrived and, outside a handler,
-    /// run a few received runs, so that a sender that never yields still
-    /// runs what it is sent and its peers' credit comes back.
+    /// A worker sent a frame: read what arrived and, outside a handler and
+    /// while others' unfinished work here is a quarter window or more, run
+    /// a few received runs, so that a sender that never yields still runs
+    /// what it is sent and its peers' credit comes back.
     pub(super) fn progress_while_sending(&self) {
         self.transport.poll(self);
-        if !self.windows.enabled() || HandlerScope::active() {
+        if !self.windows.enabled() || !self.ledger.pressed() || HandlerScope::active() {
             return;
         }
         let me = self.shared();
