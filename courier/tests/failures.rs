@@ -432,3 +432,36 @@ fn replies_to_localities_that_do_not_exist_are_dropped_and_the_rest_runs() {
     let panics = library_panics().lock().unwrap();
     assert!(panics.is_empty(), "Courier panicked: {panics:?}");
 }
+
+/// Locality 1 sends the root a shutdown acknowledgement nobody asked for
+/// (a control frame: kind 1, `Control::ShutdownAck`, variant 3).
+#[courier::action]
+fn send_unasked_shutdown_ack() {
+    let mut body = courier::__private::frame_header(LocalityId::new(1));
+    body[1] = 1; // a control frame
+    body.push(3); // ShutdownAck
+    let rt = courier::current();
+    courier::__private::send_raw_frame(&rt, LocalityId::ROOT, &body, 0).expect("raw send failed");
+}
+
+/// An early `ShutdownAck` used to be recorded, after which the root took
+/// that peer's real loss for the end of the job and waited for ever.
+#[test]
+fn an_unasked_shutdown_ack_does_not_hide_a_later_loss() {
+    let result = common::with_deadline("an unasked ack", Duration::from_secs(60), || {
+        courier::launch(
+            common::tcp("an_unasked_shutdown_ack_does_not_hide_a_later_loss", 2),
+            |rt| async move {
+                rt.call(rt.locality(1), send_unasked_shutdown_ack, ())
+                    .await?;
+                let waiting = vec![rt.call(rt.locality(1), never_returns, ())];
+                kill_and_expect_failures(&rt, 1, waiting, Duration::from_secs(5)).await?;
+                Ok(())
+            },
+        )
+    });
+    let Err(Error::LocalitiesLost(lost)) = result else {
+        panic!("the job did not fail: {result:?}");
+    };
+    assert_eq!(lost[0].0, LocalityId::new(1), "{lost:?}");
+}

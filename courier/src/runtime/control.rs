@@ -1,7 +1,7 @@
 //! The control protocol: the messages termination detection and shutdown
 //! exchange (see `termination.rs` for the waves).
 
-use super::locality::Locality;
+use super::locality::{Locality, report};
 use crate::ids::LocalityId;
 use crate::parcel::Control;
 
@@ -31,8 +31,22 @@ impl Locality {
                 self.control_changed.notify_all();
             }
             Control::ShutdownAck => {
-                self.control.lock().acked.push(source);
-                self.control_changed.notify_all();
+                let mut control = self.control.lock();
+                // Only an answer to the root's request counts: an early
+                // one would make the root ignore that peer's real loss.
+                if control.shutdown_sent && source != self.here && !control.acked.contains(&source)
+                {
+                    control.acked.push(source);
+                    drop(control);
+                    self.control_changed.notify_all();
+                } else {
+                    drop(control);
+                    report!(
+                        warn,
+                        self.here,
+                        "ignored a shutdown acknowledgement from {source} that nobody asked for"
+                    );
+                }
             }
             Control::Credit { bytes } => self.credit_returned(source, bytes),
             Control::Borrow { bytes } => self.lend(source, bytes),

@@ -51,6 +51,9 @@ pub(crate) struct ControlState {
     pub(crate) mains_done: Vec<(LocalityId, Option<String>)>,
     /// The root asked this locality to stop.
     pub(crate) shutdown_requested: bool,
+    /// The root asked its peers to stop (at the root): acknowledgements
+    /// count from then on.
+    pub(crate) shutdown_sent: bool,
     /// Peers that acknowledged the shutdown (at the root).
     pub(crate) acked: Vec<LocalityId>,
 }

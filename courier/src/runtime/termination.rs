@@ -138,7 +138,8 @@ pub(crate) fn run_waves(root: &Locality, done: fn(&[ActivityCounts]) -> bool) ->
 /// acknowledgements. Returns the peers lost during the job.
 pub(crate) fn shut_down_peers(root: &Locality) -> Vec<(LocalityId, String)> {
     let peers: Vec<LocalityId> = {
-        let control = root.control.lock();
+        let mut control = root.control.lock();
+        control.shutdown_sent = true;
         (1..root.count)
             .map(LocalityId::new)
             .filter(|p| !control.lost.iter().any(|(l, _)| l == p))
