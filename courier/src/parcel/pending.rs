@@ -275,11 +275,18 @@ impl Shard {
             return (false, None);
         };
         match &mut slot.state {
-            State::Waiting { waker, batch, .. } => {
+            State::Waiting {
+                waker, batch, hops, ..
+            } => {
                 let result = match (response, batch) {
                     (Response::Failed(failure), _) => Err(Box::new((failure, from))),
                     // A part number for a single call: forged.
                     (Response::Output(..), None) if part != 0 => return (false, None),
+                    // An output from a locality the call did not go to:
+                    // another member guessing request ids.
+                    (Response::Output(..), None) if from.is_some_and(|f| !hops.contains(&f)) => {
+                        return (false, None);
+                    }
                     (Response::Output(frame, bytes), None) => {
                         Ok(Output::Single(frame.slice_ref(bytes)))
                     }
@@ -870,6 +877,28 @@ mod tests {
         drop(calls);
         assert_eq!(table.len(), 0, "dropped futures free their places");
         assert!(!complete(&table, u64::MAX, ok(5)), "a forged id");
+    }
+
+    #[test]
+    fn an_output_is_accepted_only_from_a_locality_the_call_went_to() {
+        let table = Arc::new(PendingTable::default());
+        // A call to 1 whose result goes to a continuation on 2.
+        let hops = [LocalityId::new(1), LocalityId::new(2), LocalityId::new(1)];
+        let (id, mut call) = table.register(hops);
+        let frame = Bytes::from_static(&[7]);
+        let output = || Response::Output(&frame, &frame[..]);
+        assert!(
+            !table.complete(id, 0, Some(LocalityId::new(3)), output()),
+            "a member guessing the id"
+        );
+        assert_eq!(poll(&mut call, Waker::noop()), Poll::Pending);
+        assert!(table.complete(id, 0, Some(LocalityId::new(2)), output()));
+        assert_eq!(poll(&mut call, Waker::noop()), Poll::Ready(ok(7)));
+        // This locality's own responses (`from` this locality) are among
+        // the hops of a call to itself.
+        let (id, mut call) = table.register([LocalityId::ROOT; 3]);
+        assert!(table.complete(id, 0, Some(LocalityId::ROOT), output()));
+        assert_eq!(poll(&mut call, Waker::noop()), Poll::Ready(ok(7)));
     }
 
     #[test]
