@@ -204,10 +204,7 @@ impl Ledger {
 
     /// Received work not yet finished, over every origin.
     pub(crate) fn held_bytes(&self) -> usize {
-        self.origins
-            .iter()
-            .map(|a| a.held.load(Ordering::Relaxed))
-            .sum()
+        self.held.load(Ordering::Relaxed)
     }
 
     /// Whether some origin may soon wait for its credit: origins have a

@@ -88,7 +88,7 @@ mod ledger;
 mod window;
 
 pub(crate) use ledger::{Ledger, OverCredit};
-pub(crate) use window::{Offer, Pressure, Refill, SendWindows};
+pub(crate) use window::{Offer, Refill, SendWindows};
 
 /// What one locality grants and may use: see `Config::credit_window`,
 /// `credit_pool`, `credit_hint` and `credit_queue`.

@@ -33,16 +33,6 @@ pub(crate) struct Refill {
     pub(crate) give_back: Option<usize>,
 }
 
-/// How close a destination is to needing the program to wait
-/// ([`SendWindows::pressure`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Pressure {
-    /// The queue of frames waiting for credit is within its limit.
-    Free,
-    /// More than the queue limit waits for credit: the sender waits.
-    Congested,
-}
-
 /// The credit windows of one locality towards every destination.
 #[derive(Debug)]
 pub(crate) struct SendWindows {
@@ -287,23 +277,13 @@ impl SendWindows {
         d.queued.store(0, Ordering::Relaxed);
     }
 
-    /// Whether the program's sends to `dest` should wait.
+    /// Whether the program's sends to `dest` should wait: more than the
+    /// queue limit waits for credit towards it.
     #[inline]
     pub(crate) fn congested(&self, dest: LocalityId) -> bool {
-        self.pressure(dest) == Pressure::Congested
-    }
-
-    /// How close `dest` is to making the program's sends wait.
-    #[inline]
-    pub(crate) fn pressure(&self, dest: LocalityId) -> Pressure {
-        let Some(d) = self.dests.get(dest.index()) else {
-            return Pressure::Free;
-        };
-        if d.queued.load(Ordering::Relaxed) > self.queue_limit {
-            Pressure::Congested
-        } else {
-            Pressure::Free
-        }
+        self.dests
+            .get(dest.index())
+            .is_some_and(|d| d.queued.load(Ordering::Relaxed) > self.queue_limit)
     }
 
     /// Blocks the calling thread (one outside the runtime) until `dest` is

@@ -10,7 +10,7 @@ use crossbeam_utils::Backoff;
 
 use super::locality::Locality;
 use crate::clock::clock;
-use crate::flow::{Offer, Pressure, Refill, charge};
+use crate::flow::{Offer, Refill, charge};
 use crate::ids::LocalityId;
 use crate::parcel::{Control, FRAME_HEADROOM, RunKind};
 use crate::sched::on_worker;
@@ -162,7 +162,7 @@ impl Locality {
     /// the transport and running received calls; another thread blocks.
     #[inline]
     pub(super) fn before_send(&self, dest: LocalityId) {
-        if self.windows.pressure(dest) == Pressure::Congested {
+        if self.windows.congested(dest) {
             self.wait_for_credit(dest);
         }
     }

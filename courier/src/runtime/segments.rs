@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::Runtime;
+use super::send::seal_batch;
 use crate::action::Action;
 use crate::ids::LocalityId;
 use crate::parcel::{
@@ -126,21 +127,7 @@ impl Runtime {
         }
         let mut path = Path::empty_set(l.count);
         path.insert(dest);
-        l.pending.seal(request, units as u32, path);
-        // A loss while the units went out failed nothing yet (the batch
-        // did not say where it sent them): fail it now.
-        let lost = l
-            .control
-            .lock()
-            .lost
-            .iter()
-            .find(|(p, _)| *p == dest)
-            .cloned();
-        if let Some((peer, reason)) = lost {
-            let failure = Failure::PeerLost(reason);
-            l.pending
-                .complete(request, 0, Some(peer), Response::Failed(failure));
-        }
+        seal_batch(l, request, units as u32, path);
         SegmentsFuture::remote(A::NAME, dest, pending)
     }
 }

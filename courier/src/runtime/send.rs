@@ -217,16 +217,22 @@ impl Runtime {
             involved.insert(hop);
             parts += 1;
         }
-        l.pending.seal(request, parts, involved.clone());
-        // A locality lost while the calls went out failed nothing yet (the
-        // batch did not say where it sent them): fail it now.
-        let lost = l.control.lock().lost.clone();
-        if let Some((peer, reason)) = lost.into_iter().find(|(p, _)| involved.contains(*p)) {
-            let failure = Failure::PeerLost(reason);
-            l.pending
-                .complete(request, 0, Some(peer), Response::Failed(failure));
-        }
+        seal_batch(l, request, parts, involved);
         BatchFuture::remote(A::NAME, l.here, pending)
+    }
+}
+
+/// Says that batch `request` sent `parts` calls through `path`, and fails
+/// it if a locality of the path was lost while they went out (the batch
+/// did not say where it sent them until now, so that loss failed nothing).
+pub(super) fn seal_batch(l: &Locality, request: u64, parts: u32, path: Path) {
+    l.pending.seal(request, parts, path.clone());
+    // Read after the seal: a loss from now on fails the batch by its path.
+    let lost = l.control.lock().lost.clone();
+    if let Some((peer, reason)) = lost.into_iter().find(|(p, _)| path.contains(*p)) {
+        let failure = Failure::PeerLost(reason);
+        l.pending
+            .complete(request, 0, Some(peer), Response::Failed(failure));
     }
 }
 
