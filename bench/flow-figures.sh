@@ -3,7 +3,7 @@
 # cost of flow control on histo and ig (side by side, interleaved), and
 # seed 002's Fig. 5 (latency of one segmented call, borrowing vs a hint).
 # Build first: cargo build --release -p courier-apps. Prints raw lines;
-# BENCHMARKS.md gives the medians. Takes about 10 minutes on 2 cores.
+# BENCHMARKS.md gives the medians. Takes about 12 minutes on 2 cores.
 set -euo pipefail
 bin=${BIN:-$(cd "$(dirname "$0")/.." && pwd)/target/release}
 flood() { "$bin/flood" "$@" 2>/dev/null | grep '^flood:'; }
@@ -14,6 +14,7 @@ flood --posts 10000000 --handler-us 1 --credit-window off
 flood --posts 10000000 --handler-us 1
 flood --posts 300000 --handler-us 20 --coalescing off
 flood --posts 300000 --handler-us 20 --coalescing off --credit-window off
+flood --posts 3000000 --handler-us 20 --coalescing off
 flood --posts 10000000 --handler-us 0 --mutual --callback
 flood --posts 5000000 --handler-us 0 --mutual --callback --localities 4 --workers 1
 
