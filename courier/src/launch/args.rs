@@ -83,6 +83,11 @@ pub struct RuntimeArgs {
     /// window without asking [default: 0, or COURIER_CREDIT_HINT].
     #[arg(long, value_name = "BYTES")]
     pub credit_hint: Option<usize>,
+    /// Failure detector: seconds of silence after which a peer is declared
+    /// lost (`5`, `0.5`, `250ms`), or `off` for debugging
+    /// [default: 5, or COURIER_PEER_TIMEOUT]. Parsed, `off` is zero.
+    #[arg(long, value_name = "SECS|off", value_parser = parse_peer_timeout_flag)]
+    pub peer_timeout: Option<Duration>,
     /// List every counter type with its unit and help, then exit.
     #[arg(long)]
     pub list_counters: bool,
@@ -97,6 +102,12 @@ fn parse_action_setting(s: &str) -> Result<(String, Coalescing), String> {
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not ACTION=SPEC"))?;
     Ok((name.trim().to_owned(), spec.parse()?))
+}
+
+/// `--peer-timeout`: `off` becomes zero (clap gives `Option<Option<_>>`
+/// a meaning of its own).
+fn parse_peer_timeout_flag(s: &str) -> Result<Duration, String> {
+    Ok(super::config::parse_peer_timeout(s)?.unwrap_or(Duration::ZERO))
 }
 
 impl RuntimeArgs {
@@ -128,6 +139,9 @@ impl RuntimeArgs {
         }
         if let Some(h) = self.credit_hint {
             config = config.credit_hint(h);
+        }
+        if let Some(timeout) = self.peer_timeout {
+            config = config.peer_timeout((!timeout.is_zero()).then_some(timeout));
         }
         if let Some(c) = self.coalescing {
             config = config.coalescing(c);

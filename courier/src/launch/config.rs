@@ -16,6 +16,7 @@ use crate::ids::LocalityId;
 use crate::runtime::Error;
 use crate::runtime::LocalitySettings as Settings;
 use crate::runtime::StateMaker;
+use crate::runtime::{DEFAULT_PEER_TIMEOUT, LivenessSettings};
 
 /// How localities talk to each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -101,6 +102,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 1 << 30;
 /// | `COURIER_CREDIT_WINDOW` | [`Config::credit_window`] | flow control: bytes of unfinished calls one locality may have at another, or `off` | 4 MiB ([`DEFAULT_CREDIT_WINDOW`](crate::DEFAULT_CREDIT_WINDOW)) |
 /// | `COURIER_CREDIT_POOL` | [`Config::credit_pool`] | flow control: bytes a locality lends to origins beyond their windows | 16 MiB ([`DEFAULT_CREDIT_POOL`](crate::DEFAULT_CREDIT_POOL)) |
 /// | `COURIER_CREDIT_HINT` | [`Config::credit_hint`] | flow control: bytes every origin may use at every target beyond its window without asking | 0 |
+/// | `COURIER_PEER_TIMEOUT` | [`Config::peer_timeout`] | seconds of silence after which a peer is declared lost (`5`, `0.5`, `250ms`), or `off` | 5 s ([`DEFAULT_PEER_TIMEOUT`](crate::DEFAULT_PEER_TIMEOUT)) |
 /// | `COURIER_MPI_PROGRESS` | [`Config::mpi_progress`] | `workers` or `funneled` ([`MpiProgress`]) | `workers` |
 ///
 /// A value that does not parse makes [`launch`](crate::launch) fail with
@@ -149,6 +151,7 @@ pub struct Config {
     pub(crate) credit_queue: Option<usize>,
     pub(crate) credit_pool: usize,
     pub(crate) credit_hint: usize,
+    pub(crate) peer_timeout: Option<Duration>,
 }
 
 impl Default for Config {
@@ -179,6 +182,48 @@ pub(crate) fn parse_credit_window(s: &str) -> Result<usize, String> {
             .parse()
             .map_err(|e| format!("`{n}` is not a number of bytes or `off`: {e}")),
     }
+}
+
+/// Parses a peer timeout: seconds (`5`, `0.5`, `5s`), milliseconds
+/// (`250ms`), or `off` (`None`).
+pub(crate) fn parse_peer_timeout(s: &str) -> Result<Option<Duration>, String> {
+    let s = s.trim();
+    if s == "off" {
+        return Ok(None);
+    }
+    let (number, scale) = match s.strip_suffix("ms") {
+        Some(ms) => (ms, 1e-3),
+        None => (s.strip_suffix('s').unwrap_or(s), 1.0),
+    };
+    let seconds = number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .map(|n| n * scale)
+        .filter(|s| s.is_finite())
+        .ok_or_else(|| {
+            format!("`{s}` is not a number of seconds (`5`, `0.5`, `250ms`) or `off`")
+        })?;
+    if !(MIN_PEER_TIMEOUT.as_secs_f64()..=MAX_PEER_TIMEOUT.as_secs_f64()).contains(&seconds) {
+        return Err(format!(
+            "a peer timeout of `{s}` is outside {MIN_PEER_TIMEOUT:?} to {MAX_PEER_TIMEOUT:?} \
+             (use `off` to turn the failure detector off)"
+        ));
+    }
+    Ok(Some(Duration::from_secs_f64(seconds)))
+}
+
+/// The shortest peer timeout: a few heartbeat intervals of 2 ms.
+const MIN_PEER_TIMEOUT: Duration = Duration::from_millis(10);
+
+/// The longest peer timeout: a day (longer is `off`).
+const MAX_PEER_TIMEOUT: Duration = Duration::from_secs(86_400);
+
+fn env_peer_timeout(errors: &mut Vec<String>) -> Option<Option<Duration>> {
+    let value = std::env::var("COURIER_PEER_TIMEOUT").ok()?;
+    parse_peer_timeout(&value)
+        .map_err(|e| errors.push(format!("COURIER_PEER_TIMEOUT={value:?}: {e}")))
+        .ok()
 }
 
 fn env_credit_window(errors: &mut Vec<String>) -> Option<usize> {
@@ -219,6 +264,7 @@ impl Config {
             credit_pool: env_value("COURIER_CREDIT_POOL", &mut errors)
                 .unwrap_or(DEFAULT_CREDIT_POOL),
             credit_hint: env_value("COURIER_CREDIT_HINT", &mut errors).unwrap_or(0),
+            peer_timeout: env_peer_timeout(&mut errors).unwrap_or(Some(DEFAULT_PEER_TIMEOUT)),
         };
         Config {
             env_error: (!errors.is_empty()).then(|| errors.join("; ")),
@@ -337,6 +383,35 @@ impl Config {
         self
     }
 
+    /// Sets the peer timeout of the failure detector: a locality that hears
+    /// nothing from a peer for this long declares it lost, with a message
+    /// that names the silence, and the calls waiting on it fail
+    /// ([`CallError::is_peer_lost`](crate::CallError::is_peer_lost)); a
+    /// locality that lost its root ends its process even when its workers
+    /// are stuck in handlers. Localities send each other a heartbeat when
+    /// they have sent nothing else for a fifth of it (at most every
+    /// second), from a thread of their own, so a busy locality is never
+    /// taken for a silent one; only a stopped process (`kill -STOP`, a
+    /// debugger's breakpoint), a frozen machine or a broken network is.
+    /// `None` turns detection off (for debugging: heartbeats still go out).
+    /// Default [`DEFAULT_PEER_TIMEOUT`](crate::DEFAULT_PEER_TIMEOUT) (5 s);
+    /// `COURIER_PEER_TIMEOUT`. Multi-process jobs only: the localities of
+    /// `TransportKind::Inproc` cannot stop one at a time.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use courier::Config;
+    ///
+    /// // Under a debugger: never give up on a peer held at a breakpoint.
+    /// let debugging = Config::new().peer_timeout(None);
+    /// // On an overloaded cluster: be patient.
+    /// let patient = Config::new().peer_timeout(Some(Duration::from_secs(60)));
+    /// ```
+    pub fn peer_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.peer_timeout = timeout;
+        self
+    }
+
     /// Sets how many bytes of frames may wait for credit towards one
     /// destination before the program's next `post` or `call` to it waits
     /// (default: a quarter of the window). See
@@ -361,8 +436,21 @@ impl Config {
         self
     }
 
+    /// The failure detector of locality `here` of a multi-process job.
+    pub(crate) fn liveness(&self, here: LocalityId) -> LivenessSettings {
+        LivenessSettings {
+            enabled: true,
+            timeout: self.peer_timeout,
+            exit_when_orphaned: here != LocalityId::ROOT,
+        }
+    }
+
     /// The settings of one locality of this job with `workers` workers.
-    pub(crate) fn locality_settings(&self, workers: usize) -> Settings<'_> {
+    pub(crate) fn locality_settings(
+        &self,
+        workers: usize,
+        liveness: LivenessSettings,
+    ) -> Settings<'_> {
         Settings {
             workers,
             max_frame_bytes: self.max_frame_bytes,
@@ -375,6 +463,7 @@ impl Config {
                 queue: self.credit_queue.unwrap_or(self.credit_window / 4),
             },
             states: &self.states,
+            liveness,
         }
     }
 
@@ -493,6 +582,14 @@ impl Config {
                 "max_frame_bytes must be between 1 KiB and 4 GiB, not {}",
                 self.max_frame_bytes
             )));
+        }
+        if let Some(timeout) = self.peer_timeout {
+            if !(MIN_PEER_TIMEOUT..=MAX_PEER_TIMEOUT).contains(&timeout) {
+                return Err(Error::Config(format!(
+                    "peer_timeout must be between {MIN_PEER_TIMEOUT:?} and {MAX_PEER_TIMEOUT:?} \
+                     (or None: off), not {timeout:?}"
+                )));
+            }
         }
         if self.credit_window != 0 && self.credit_window < 4096 {
             return Err(Error::Config(format!(

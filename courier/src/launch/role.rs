@@ -157,6 +157,9 @@ pub(super) fn serve_until_shutdown(locality: &Arc<Locality>) -> i32 {
                 locality.here,
                 "stopping: lost the root locality: {why}"
             );
+            // The program has its answer: the failure detector must not end
+            // the process under it.
+            locality.liveness.release();
             return 1;
         }
         if control.shutdown_requested {

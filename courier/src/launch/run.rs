@@ -197,7 +197,7 @@ fn run_threads<T: Send + 'static>(config: &Config, main: Main<'_, T>) -> Result<
             here,
             count,
             Box::new(transport),
-            config.locality_settings(workers),
+            config.locality_settings(workers, crate::runtime::LivenessSettings::OFF),
         )
         .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")));
         match locality {
@@ -371,7 +371,7 @@ fn start_tcp_locality(
         here,
         count,
         Box::new(tcp),
-        config.locality_settings(config.workers_for(local_localities)),
+        config.locality_settings(config.workers_for(local_localities), config.liveness(here)),
     )
     .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))
 }

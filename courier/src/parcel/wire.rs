@@ -148,6 +148,9 @@ pub(crate) enum Control {
     Lent { bytes: u64 },
     /// Flow control: the sender gives back `bytes` it borrowed.
     GiveBack { bytes: u64 },
+    /// The sender is alive: sent when it has sent nothing else to the
+    /// receiver for a heartbeat interval (see `runtime/liveness.rs`).
+    Heartbeat,
 }
 
 /// Monotonic counters of one locality, compared across two waves to detect

@@ -55,6 +55,8 @@ impl Locality {
                 self.ledger
                     .take_back(source, usize::try_from(bytes).unwrap_or(usize::MAX));
             }
+            // Heard already: every frame counts (see `liveness`).
+            Control::Heartbeat => {}
             Control::Gather { .. }
             | Control::Gathered { .. }
             | Control::QuiesceRequest { .. }

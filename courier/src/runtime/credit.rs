@@ -61,12 +61,12 @@ impl Locality {
         frame: Vec<u8>,
     ) -> Result<(), SendError> {
         if kind == RunKind::Responses || !self.windows.enabled() {
-            return self.transport.send(dest, frame);
+            return self.transmit(dest, frame);
         }
         let charge = charge(frame.len() - FRAME_HEADROOM);
-        let offer = self.windows.offer(dest, frame, charge, |frame| {
-            self.transport.send(dest, frame)
-        })?;
+        let offer = self
+            .windows
+            .offer(dest, frame, charge, |frame| self.transmit(dest, frame))?;
         if let Offer::Queued(borrow) = offer {
             if let Some(bytes) = borrow {
                 self.send_control(
@@ -89,7 +89,7 @@ impl Locality {
         let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
         let refill = self
             .windows
-            .credit(source, bytes, |frame| self.transport.send(source, frame));
+            .credit(source, bytes, |frame| self.transmit(source, frame));
         self.after_refill(source, refill);
     }
 
@@ -106,7 +106,7 @@ impl Locality {
         let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
         let refill = self
             .windows
-            .lent(source, bytes, |frame| self.transport.send(source, frame));
+            .lent(source, bytes, |frame| self.transmit(source, frame));
         self.after_refill(source, refill);
     }
 

@@ -16,6 +16,7 @@ use rustc_hash::FxHashMap;
 use super::Traffic;
 use super::gather::Collectives;
 use super::inbox::Inbox;
+use super::liveness::Liveness;
 use super::states::States;
 use crate::aggregate::{Aggregator, Outbox, Reason};
 use crate::flow::{Ledger, SendWindows};
@@ -91,6 +92,8 @@ pub(crate) struct Locality {
     pub(crate) segment_stats: Arc<SegmentStats>,
     /// Received runs of calls waiting to run.
     pub(crate) inbox: Inbox<Delivery>,
+    /// When every peer was last heard from and sent to (the failure detector).
+    pub(crate) liveness: Liveness,
     /// This locality, for the tasks it spawns to hold.
     pub(super) me: Weak<Locality>,
 }
@@ -183,6 +186,7 @@ impl Locality {
         self.aggregator.flush_all(self, Reason::Shutdown);
         self.aggregator.stop_timer();
         self.set_stopping();
+        self.liveness.release();
         self.sched.shutdown();
         self.transport.close();
     }
@@ -209,9 +213,19 @@ impl Locality {
     /// Sends a control message; failures mean the peer is lost, which is
     /// reported separately.
     pub(crate) fn send_control(&self, dest: LocalityId, control: &Control) {
-        let _ = self
-            .transport
-            .send(dest, encode_control(self.here, control));
+        let _ = self.transmit(dest, encode_control(self.here, control));
+    }
+
+    /// Hands a frame to the transport, noting for the failure detector
+    /// that `dest` was sent something. Every frame leaves through here.
+    #[inline]
+    pub(crate) fn transmit(
+        &self,
+        dest: LocalityId,
+        frame: Vec<u8>,
+    ) -> Result<(), crate::transport::SendError> {
+        self.liveness.sent(dest);
+        self.transport.send(dest, frame)
     }
 
     /// Sends one parcel in a frame of its own, past the buffers: for

@@ -16,7 +16,9 @@
 //!   received calls waiting to run; `credit`: flow control (the `flow`
 //!   room's windows and ledger, waiting for credit, giving it back);
 //!   `segments`: segmented calls, sent in units that fit the credit.
-//! - `control`: the control protocol (lost peers, shutdown, reports).
+//! - `control`: the control protocol (lost peers, shutdown, reports);
+//!   `liveness`: the failure detector (heartbeats, the peer timeout, a
+//!   locality that lost its root ends).
 //! - `termination`: detecting that the whole job is idle, then stopping it.
 //! - `collective`: barrier, all-gather, all-reduce, quiescence; `gather`:
 //!   each locality's record of them.
@@ -37,6 +39,7 @@ mod error;
 mod gather;
 mod handle;
 mod inbox;
+mod liveness;
 mod locality;
 mod metrics;
 mod receive;
@@ -56,6 +59,8 @@ pub use handle::{Runtime, current, try_current};
 pub use state::with_state;
 pub use time::{Sleep, sleep};
 
+pub use liveness::DEFAULT_PEER_TIMEOUT;
+pub(crate) use liveness::LivenessSettings;
 pub(crate) use locality::{Locality, report};
 pub(crate) use metrics::Metrics;
 pub(crate) use start::Settings as LocalitySettings;

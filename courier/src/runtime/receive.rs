@@ -27,6 +27,7 @@ use crate::transport::{ProtocolError, Sink};
 impl Sink for Locality {
     fn frame(&self, source: LocalityId, frame: Bytes) -> Result<(), ProtocolError> {
         let start = clock().raw();
+        self.liveness.heard(source, start);
         let malformed = |error: DecodeError| ProtocolError::Malformed {
             from: source,
             error,

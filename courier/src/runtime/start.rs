@@ -11,6 +11,7 @@ use parking_lot::{Condvar, Mutex};
 use super::Runtime;
 use super::gather::Collectives;
 use super::inbox::Inbox;
+use super::liveness::{self, Liveness, LivenessSettings};
 use super::locality::{ControlState, Locality, ParcelWork};
 use super::states::{StateMaker, States};
 use super::traffic::Traffic;
@@ -68,6 +69,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) credit: Budget,
     /// Makers of the program's per-locality state.
     pub(crate) states: &'a [StateMaker],
+    /// The failure detector.
+    pub(crate) liveness: LivenessSettings,
 }
 
 impl Locality {
@@ -85,6 +88,7 @@ impl Locality {
             action_coalescing,
             credit,
             states,
+            liveness,
         } = settings;
         let sched = Scheduler::new(workers);
         let aggregator = Arc::new(Aggregator::new(
@@ -115,6 +119,7 @@ impl Locality {
             ledger: Ledger::new(count, &credit),
             inbox: Inbox::default(),
             segment_stats: Arc::default(),
+            liveness: Liveness::new(count, liveness),
             me: me.clone(),
         });
         sched.set_background(Arc::new(Progress(Arc::downgrade(&locality))));
@@ -131,6 +136,7 @@ impl Locality {
             locality.aggregator.flush_due(&*locality, key, deadline);
             true
         })?;
+        liveness::start(&locality)?;
         Ok(locality)
     }
 }

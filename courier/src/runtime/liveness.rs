@@ -1,0 +1,250 @@
+//! The failure detector: every locality of a multi-process job hears from
+//! every other at least once per heartbeat interval, and a peer silent for
+//! longer than the peer timeout is declared lost.
+//!
+//! A crashed process closes its connections and the transport reports it at
+//! once; a *stopped* one (`kill -STOP`, a debugger, a machine that froze) or
+//! an unreachable one says nothing, and without this room its peers would
+//! wait for ever. Each locality runs one thread, `courier-N-liveness`, that
+//! every [`heartbeat interval`](Liveness::interval):
+//!
+//! 1. drives the transport once ([`Transport::poll`](crate::transport::Transport::poll)),
+//!    so that what arrives is read even when every worker is busy in a
+//!    long handler (a locality whose only worker spins still hears its root
+//!    die, answers the termination check, and reports what it is running);
+//! 2. sends a [`Control::Heartbeat`] to every peer it has sent nothing to
+//!    for an interval: traffic is the heartbeat when there is some;
+//! 3. declares lost every peer it has heard nothing from for the timeout,
+//!    with a reason that names the silence;
+//! 4. on a locality other than the root, exits the process when the root
+//!    was lost and the program has not left the job within
+//!    [`ORPHAN_GRACE`]: a stuck handler must not leave an orphan behind.
+//!
+//! Heartbeats are sent whatever the local timeout, even `off`, so that
+//! peers with a timeout still hear from a locality being debugged. The
+//! interval is a fifth of the timeout, at most [`MAX_INTERVAL`]: a peer
+//! with a longer timeout than ours still sends often enough for ours.
+//!
+//! The in-process transport has no detector: its localities cannot stop
+//! one at a time.
+
+use std::sync::Weak;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::credit::HandlerScope;
+use super::locality::{Locality, report};
+use crate::clock::clock;
+use crate::ids::LocalityId;
+use crate::parcel::Control;
+
+/// The longest interval between two heartbeats.
+pub(crate) const MAX_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long a non-root locality that lost its root waits for the program
+/// to leave the job before it ends the process itself.
+pub(crate) const ORPHAN_GRACE: Duration = Duration::from_secs(2);
+
+/// The default peer timeout: long enough for a loaded machine's
+/// scheduling hiccups, short enough that a stopped job is noticed.
+pub const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How a locality watches its peers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LivenessSettings {
+    /// Whether to run the detector at all (not for the in-process transport).
+    pub(crate) enabled: bool,
+    /// Silence after which a peer is lost; `None`: never (debugging).
+    pub(crate) timeout: Option<Duration>,
+    /// Whether this process ends itself when it lost the root and the
+    /// program does not leave the job (non-root localities of a
+    /// multi-process job).
+    pub(crate) exit_when_orphaned: bool,
+}
+
+impl LivenessSettings {
+    /// No detector.
+    pub(crate) const OFF: LivenessSettings = LivenessSettings {
+        enabled: false,
+        timeout: None,
+        exit_when_orphaned: false,
+    };
+}
+
+/// When each peer was last heard from and last sent to, and the detector's
+/// stop signal.
+#[derive(Debug)]
+pub(crate) struct Liveness {
+    settings: LivenessSettings,
+    /// When a frame last came from each locality (raw clock ticks).
+    heard: Box<[AtomicU64]>,
+    /// When a frame last went to each locality (raw clock ticks).
+    sent: Box<[AtomicU64]>,
+    /// Set when the program has left the job (the locality stopped, or
+    /// its main thread took its result back): the detector ends.
+    released: AtomicBool,
+    wake: (Mutex<()>, Condvar),
+}
+
+impl Liveness {
+    /// The detector state of a job of `count` localities.
+    pub(crate) fn new(count: u32, settings: LivenessSettings) -> Liveness {
+        let now = clock().raw();
+        let stamps = || (0..count).map(|_| AtomicU64::new(now)).collect();
+        Liveness {
+            settings,
+            heard: stamps(),
+            sent: stamps(),
+            released: AtomicBool::new(false),
+            wake: (Mutex::new(()), Condvar::new()),
+        }
+    }
+
+    /// The heartbeat interval: a fifth of the timeout, at most
+    /// [`MAX_INTERVAL`], at least a millisecond.
+    pub(crate) fn interval(&self) -> Duration {
+        self.settings
+            .timeout
+            .map_or(MAX_INTERVAL, |t| (t / 5).min(MAX_INTERVAL))
+            .max(Duration::from_millis(1))
+    }
+
+    /// A frame came from `peer` at `now` (raw clock ticks).
+    #[inline]
+    pub(crate) fn heard(&self, peer: LocalityId, now: u64) {
+        if let Some(stamp) = self.heard.get(peer.index()) {
+            stamp.store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// A frame is going to `peer`.
+    #[inline]
+    pub(crate) fn sent(&self, peer: LocalityId) {
+        if self.settings.enabled {
+            if let Some(stamp) = self.sent.get(peer.index()) {
+                stamp.store(clock().raw(), Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The program has left the job: the detector stops watching.
+    pub(crate) fn release(&self) {
+        self.released.store(true, Ordering::Release);
+        let _guard = self.wake.0.lock();
+        self.wake.1.notify_all();
+    }
+
+    fn is_released(&self) -> bool {
+        self.released.load(Ordering::Acquire)
+    }
+
+    /// Sleeps for `pause` or until released.
+    fn pause(&self, pause: Duration) {
+        let mut guard = self.wake.0.lock();
+        if !self.is_released() {
+            self.wake.1.wait_for(&mut guard, pause);
+        }
+    }
+}
+
+/// Starts the detector of `locality` on a thread of its own, if its
+/// settings ask for one.
+pub(crate) fn start(locality: &std::sync::Arc<Locality>) -> std::io::Result<()> {
+    if !locality.liveness.settings.enabled || locality.count < 2 {
+        return Ok(());
+    }
+    let weak = std::sync::Arc::downgrade(locality);
+    std::thread::Builder::new()
+        .name(format!("courier-{}-liveness", locality.here.get()))
+        .spawn(move || watch(&weak))?;
+    Ok(())
+}
+
+/// The detector's loop: see the module docs.
+fn watch(weak: &Weak<Locality>) {
+    let mut orphaned_at = None;
+    loop {
+        let interval = match weak.upgrade() {
+            Some(l) if !l.liveness.is_released() && !l.sched.is_shut_down() => {
+                if let Some(why) = check(&l, &mut orphaned_at) {
+                    report!(error, l.here, "{why}");
+                    std::process::exit(1);
+                }
+                l.liveness.interval()
+            }
+            _ => return,
+        };
+        match weak.upgrade() {
+            Some(l) => l.liveness.pause(interval),
+            None => return,
+        }
+    }
+}
+
+/// One round of the detector. Returns why the process must end, if it must.
+fn check(l: &Locality, orphaned_at: &mut Option<u64>) -> Option<String> {
+    {
+        // What it reads runs no program code here, and sends it makes must
+        // not wait for credit: the detector never blocks on its peers.
+        let _scope = HandlerScope::enter();
+        l.transport.poll(l);
+    }
+    let liveness = &l.liveness;
+    let now = clock().raw();
+    let since = |stamp: &AtomicU64| elapsed(stamp.load(Ordering::Relaxed), now);
+    let interval = liveness.interval();
+    let lost: Vec<LocalityId> = l.control.lock().lost.iter().map(|(p, _)| *p).collect();
+    for peer in (0..l.count).map(LocalityId::new) {
+        if peer == l.here || lost.contains(&peer) || l.is_stopping() {
+            continue;
+        }
+        if since(&liveness.sent[peer.index()]) >= interval {
+            l.send_control(peer, &Control::Heartbeat);
+        }
+        let Some(timeout) = liveness.settings.timeout else {
+            continue;
+        };
+        let silence = since(&liveness.heard[peer.index()]);
+        if silence >= timeout {
+            let reason = format!(
+                "it sent nothing for {:.1} s, not even a heartbeat (the peer timeout is \
+                 {:.1} s, --peer-timeout): it is stopped, hung outside Courier, or unreachable",
+                silence.as_secs_f64(),
+                timeout.as_secs_f64(),
+            );
+            l.transport.drop_peer(peer, &reason);
+            crate::transport::Sink::peer_lost(l, peer, reason);
+        }
+    }
+    if !liveness.settings.exit_when_orphaned {
+        return None;
+    }
+    let root_lost = l
+        .control
+        .lock()
+        .lost
+        .iter()
+        .find(|(p, _)| *p == LocalityId::ROOT)
+        .map(|(_, why)| why.clone());
+    let why = root_lost?;
+    let since_orphaned = elapsed(*orphaned_at.get_or_insert(now), now);
+    (since_orphaned >= ORPHAN_GRACE).then(|| {
+        let snapshot = l.sched.snapshot();
+        format!(
+            "exiting: lost the root locality ({why}) and the program did not leave the \
+             job within {ORPHAN_GRACE:?} ({} of its tasks are still running)",
+            snapshot.spawned.saturating_sub(snapshot.finished())
+        )
+    })
+}
+
+/// The time from `then` to `now` (raw clock ticks); zero if another thread
+/// stamped `then` after `now` was read.
+fn elapsed(then: u64, now: u64) -> Duration {
+    if then >= now {
+        return Duration::ZERO;
+    }
+    Duration::from_nanos(clock().delta_as_nanos(then, now))
+}
