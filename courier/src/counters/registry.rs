@@ -853,6 +853,12 @@ pub(crate) static TYPES: &[CounterType] = &[
     worker_counter!("/threads/count/cumulative", "", "tasks finished", |w| {
         Raw::Count(w.finished)
     }),
+    locality_counter!(
+        "/threads/count/long-running",
+        "",
+        "tasks that ran longer than the watchdog threshold (--watchdog), each reported on stderr with what it runs",
+        |s| Raw::Count(s.metrics.long_running_tasks())
+    ),
     worker_counter!(
         "/threads/count/stolen",
         "",

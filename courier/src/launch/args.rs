@@ -88,6 +88,11 @@ pub struct RuntimeArgs {
     /// [default: 5, or COURIER_PEER_TIMEOUT]. Parsed, `off` is zero.
     #[arg(long, value_name = "SECS|off", value_parser = parse_peer_timeout_flag)]
     pub peer_timeout: Option<Duration>,
+    /// Watchdog: seconds after which a running task is reported (`10`,
+    /// `0.5`, `250ms`), or `off` [default: 10, or COURIER_WATCHDOG].
+    /// Parsed, `off` is zero.
+    #[arg(long, value_name = "SECS|off", value_parser = parse_peer_timeout_flag)]
+    pub watchdog: Option<Duration>,
     /// List every counter type with its unit and help, then exit.
     #[arg(long)]
     pub list_counters: bool,
@@ -104,7 +109,7 @@ fn parse_action_setting(s: &str) -> Result<(String, Coalescing), String> {
     Ok((name.trim().to_owned(), spec.parse()?))
 }
 
-/// `--peer-timeout`: `off` becomes zero (clap gives `Option<Option<_>>`
+/// `--peer-timeout` and `--watchdog`: `off` becomes zero (clap gives `Option<Option<_>>`
 /// a meaning of its own).
 fn parse_peer_timeout_flag(s: &str) -> Result<Duration, String> {
     Ok(super::config::parse_peer_timeout(s)?.unwrap_or(Duration::ZERO))
@@ -142,6 +147,9 @@ impl RuntimeArgs {
         }
         if let Some(timeout) = self.peer_timeout {
             config = config.peer_timeout((!timeout.is_zero()).then_some(timeout));
+        }
+        if let Some(threshold) = self.watchdog {
+            config = config.watchdog((!threshold.is_zero()).then_some(threshold));
         }
         if let Some(c) = self.coalescing {
             config = config.coalescing(c);

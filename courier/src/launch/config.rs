@@ -16,7 +16,7 @@ use crate::ids::LocalityId;
 use crate::runtime::Error;
 use crate::runtime::LocalitySettings as Settings;
 use crate::runtime::StateMaker;
-use crate::runtime::{DEFAULT_PEER_TIMEOUT, LivenessSettings};
+use crate::runtime::{DEFAULT_PEER_TIMEOUT, DEFAULT_WATCHDOG, LivenessSettings};
 
 /// How localities talk to each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -103,6 +103,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 1 << 30;
 /// | `COURIER_CREDIT_POOL` | [`Config::credit_pool`] | flow control: bytes a locality lends to origins beyond their windows | 16 MiB ([`DEFAULT_CREDIT_POOL`](crate::DEFAULT_CREDIT_POOL)) |
 /// | `COURIER_CREDIT_HINT` | [`Config::credit_hint`] | flow control: bytes every origin may use at every target beyond its window without asking | 0 |
 /// | `COURIER_PEER_TIMEOUT` | [`Config::peer_timeout`] | seconds of silence after which a peer is declared lost (`5`, `0.5`, `250ms`), or `off` | 5 s ([`DEFAULT_PEER_TIMEOUT`](crate::DEFAULT_PEER_TIMEOUT)) |
+/// | `COURIER_WATCHDOG` | [`Config::watchdog`] | seconds after which a running task is reported (`10`, `0.5`, `250ms`), or `off` | 10 s ([`DEFAULT_WATCHDOG`](crate::DEFAULT_WATCHDOG)) |
 /// | `COURIER_MPI_PROGRESS` | [`Config::mpi_progress`] | `workers` or `funneled` ([`MpiProgress`]) | `workers` |
 ///
 /// A value that does not parse makes [`launch`](crate::launch) fail with
@@ -152,6 +153,7 @@ pub struct Config {
     pub(crate) credit_pool: usize,
     pub(crate) credit_hint: usize,
     pub(crate) peer_timeout: Option<Duration>,
+    pub(crate) watchdog: Option<Duration>,
 }
 
 impl Default for Config {
@@ -184,8 +186,8 @@ pub(crate) fn parse_credit_window(s: &str) -> Result<usize, String> {
     }
 }
 
-/// Parses a peer timeout: seconds (`5`, `0.5`, `5s`), milliseconds
-/// (`250ms`), or `off` (`None`).
+/// Parses a peer timeout or a watchdog threshold: seconds (`5`, `0.5`,
+/// `5s`), milliseconds (`250ms`), or `off` (`None`).
 pub(crate) fn parse_peer_timeout(s: &str) -> Result<Option<Duration>, String> {
     let s = s.trim();
     if s == "off" {
@@ -206,8 +208,8 @@ pub(crate) fn parse_peer_timeout(s: &str) -> Result<Option<Duration>, String> {
         })?;
     if !(MIN_PEER_TIMEOUT.as_secs_f64()..=MAX_PEER_TIMEOUT.as_secs_f64()).contains(&seconds) {
         return Err(format!(
-            "a peer timeout of `{s}` is outside {MIN_PEER_TIMEOUT:?} to {MAX_PEER_TIMEOUT:?} \
-             (use `off` to turn the failure detector off)"
+            "`{s}` is outside {MIN_PEER_TIMEOUT:?} to {MAX_PEER_TIMEOUT:?} (use `off` to \
+             turn it off)"
         ));
     }
     Ok(Some(Duration::from_secs_f64(seconds)))
@@ -219,10 +221,11 @@ const MIN_PEER_TIMEOUT: Duration = Duration::from_millis(10);
 /// The longest peer timeout: a day (longer is `off`).
 const MAX_PEER_TIMEOUT: Duration = Duration::from_secs(86_400);
 
-fn env_peer_timeout(errors: &mut Vec<String>) -> Option<Option<Duration>> {
-    let value = std::env::var("COURIER_PEER_TIMEOUT").ok()?;
+/// A duration variable in the syntax of [`parse_peer_timeout`].
+fn env_duration(name: &str, errors: &mut Vec<String>) -> Option<Option<Duration>> {
+    let value = std::env::var(name).ok()?;
     parse_peer_timeout(&value)
-        .map_err(|e| errors.push(format!("COURIER_PEER_TIMEOUT={value:?}: {e}")))
+        .map_err(|e| errors.push(format!("{name}={value:?}: {e}")))
         .ok()
 }
 
@@ -264,7 +267,10 @@ impl Config {
             credit_pool: env_value("COURIER_CREDIT_POOL", &mut errors)
                 .unwrap_or(DEFAULT_CREDIT_POOL),
             credit_hint: env_value("COURIER_CREDIT_HINT", &mut errors).unwrap_or(0),
-            peer_timeout: env_peer_timeout(&mut errors).unwrap_or(Some(DEFAULT_PEER_TIMEOUT)),
+            peer_timeout: env_duration("COURIER_PEER_TIMEOUT", &mut errors)
+                .unwrap_or(Some(DEFAULT_PEER_TIMEOUT)),
+            watchdog: env_duration("COURIER_WATCHDOG", &mut errors)
+                .unwrap_or(Some(DEFAULT_WATCHDOG)),
         };
         Config {
             env_error: (!errors.is_empty()).then(|| errors.join("; ")),
@@ -412,6 +418,20 @@ impl Config {
         self
     }
 
+    /// Sets the watchdog threshold: a task (a run of received calls, the
+    /// main function, a spawned task) that runs on a worker for longer
+    /// than this without yielding is reported on stderr while it runs,
+    /// naming the worker, the time and the action whose calls it runs, and
+    /// counted in `/threads/count/long-running`. A report costs nothing
+    /// until it is due: workers publish when each poll began, and the
+    /// locality's monitor thread looks. `None` turns it off. Default
+    /// [`DEFAULT_WATCHDOG`](crate::DEFAULT_WATCHDOG) (10 s);
+    /// `COURIER_WATCHDOG`.
+    pub fn watchdog(mut self, threshold: Option<Duration>) -> Self {
+        self.watchdog = threshold;
+        self
+    }
+
     /// Sets how many bytes of frames may wait for credit towards one
     /// destination before the program's next `post` or `call` to it waits
     /// (default: a quarter of the window). See
@@ -464,6 +484,7 @@ impl Config {
             },
             states: &self.states,
             liveness,
+            watchdog: self.watchdog,
         }
     }
 
@@ -583,12 +604,17 @@ impl Config {
                 self.max_frame_bytes
             )));
         }
-        if let Some(timeout) = self.peer_timeout {
-            if !(MIN_PEER_TIMEOUT..=MAX_PEER_TIMEOUT).contains(&timeout) {
-                return Err(Error::Config(format!(
-                    "peer_timeout must be between {MIN_PEER_TIMEOUT:?} and {MAX_PEER_TIMEOUT:?} \
-                     (or None: off), not {timeout:?}"
-                )));
+        for (name, value) in [
+            ("peer_timeout", self.peer_timeout),
+            ("watchdog", self.watchdog),
+        ] {
+            if let Some(d) = value {
+                if !(MIN_PEER_TIMEOUT..=MAX_PEER_TIMEOUT).contains(&d) {
+                    return Err(Error::Config(format!(
+                        "{name} must be between {MIN_PEER_TIMEOUT:?} and {MAX_PEER_TIMEOUT:?} \
+                         (or None: off), not {d:?}"
+                    )));
+                }
             }
         }
         if self.credit_window != 0 && self.credit_window < 4096 {

@@ -4,19 +4,16 @@
 //!
 //! A crashed process closes its connections and the transport reports it at
 //! once; a *stopped* one (`kill -STOP`, a debugger, a machine that froze) or
-//! an unreachable one says nothing, and without this room its peers would
-//! wait for ever. Each locality runs one thread, `courier-N-liveness`, that
-//! every [`heartbeat interval`](Liveness::interval):
+//! an unreachable one says nothing, and without this file its peers would
+//! wait for ever. The locality's monitor thread (`monitor.rs`), which
+//! drives the transport each round whatever the workers do, runs [`check`]
+//! every [`heartbeat interval`](Liveness::interval), which:
 //!
-//! 1. drives the transport once ([`Transport::poll`](crate::transport::Transport::poll)),
-//!    so that what arrives is read even when every worker is busy in a
-//!    long handler (a locality whose only worker spins still hears its root
-//!    die, answers the termination check, and reports what it is running);
-//! 2. sends a [`Control::Heartbeat`] to every peer it has sent nothing to
+//! 1. sends a [`Control::Heartbeat`] to every peer it has sent nothing to
 //!    for an interval: traffic is the heartbeat when there is some;
-//! 3. declares lost every peer it has heard nothing from for the timeout,
+//! 2. declares lost every peer it has heard nothing from for the timeout,
 //!    with a reason that names the silence;
-//! 4. on a locality other than the root, exits the process when the root
+//! 3. on a locality other than the root, exits the process when the root
 //!    was lost and the program has not left the job within
 //!    [`ORPHAN_GRACE`]: a stuck handler must not leave an orphan behind.
 //!
@@ -28,14 +25,12 @@
 //! The in-process transport has no detector: its localities cannot stop
 //! one at a time.
 
-use std::sync::Weak;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::credit::HandlerScope;
-use super::locality::{Locality, report};
+use super::locality::Locality;
 use crate::clock::clock;
 use crate::ids::LocalityId;
 use crate::parcel::Control;
@@ -102,6 +97,11 @@ impl Liveness {
         }
     }
 
+    /// Whether this locality watches its peers.
+    pub(super) fn enabled(&self) -> bool {
+        self.settings.enabled
+    }
+
     /// The heartbeat interval: a fifth of the timeout, at most
     /// [`MAX_INTERVAL`], at least a millisecond.
     pub(crate) fn interval(&self) -> Duration {
@@ -129,19 +129,20 @@ impl Liveness {
         }
     }
 
-    /// The program has left the job: the detector stops watching.
+    /// The program has left the job: the monitor stops.
     pub(crate) fn release(&self) {
         self.released.store(true, Ordering::Release);
         let _guard = self.wake.0.lock();
         self.wake.1.notify_all();
     }
 
-    fn is_released(&self) -> bool {
+    /// Whether the program has left the job.
+    pub(super) fn is_released(&self) -> bool {
         self.released.load(Ordering::Acquire)
     }
 
     /// Sleeps for `pause` or until released.
-    fn pause(&self, pause: Duration) {
+    pub(super) fn pause(&self, pause: Duration) {
         let mut guard = self.wake.0.lock();
         if !self.is_released() {
             self.wake.1.wait_for(&mut guard, pause);
@@ -149,51 +150,15 @@ impl Liveness {
     }
 }
 
-/// Starts the detector of `locality` on a thread of its own, if its
-/// settings ask for one.
-pub(crate) fn start(locality: &std::sync::Arc<Locality>) -> std::io::Result<()> {
-    if !locality.liveness.settings.enabled || locality.count < 2 {
-        return Ok(());
-    }
-    let weak = std::sync::Arc::downgrade(locality);
-    std::thread::Builder::new()
-        .name(format!("courier-{}-liveness", locality.here.get()))
-        .spawn(move || watch(&weak))?;
-    Ok(())
-}
-
-/// The detector's loop: see the module docs.
-fn watch(weak: &Weak<Locality>) {
-    let mut orphaned_at = None;
-    loop {
-        let interval = match weak.upgrade() {
-            Some(l) if !l.liveness.is_released() && !l.sched.is_shut_down() => {
-                if let Some(why) = check(&l, &mut orphaned_at) {
-                    report!(error, l.here, "{why}");
-                    std::process::exit(1);
-                }
-                l.liveness.interval()
-            }
-            _ => return,
-        };
-        match weak.upgrade() {
-            Some(l) => l.liveness.pause(interval),
-            None => return,
-        }
-    }
-}
-
-/// One round of the detector. Returns why the process must end, if it must.
-fn check(l: &Locality, orphaned_at: &mut Option<u64>) -> Option<String> {
-    {
-        // What it reads runs no program code here, and sends it makes must
-        // not wait for credit: the detector never blocks on its peers.
-        let _scope = HandlerScope::enter();
-        l.transport.poll(l);
-    }
+/// One round of the detector at `now` (raw clock ticks), after the
+/// transport was driven. Returns why the process must end, if it must;
+/// `orphaned_at` keeps when the root was found lost.
+pub(super) fn check(l: &Locality, now: u64, orphaned_at: &mut Option<u64>) -> Option<String> {
     let liveness = &l.liveness;
-    let now = clock().raw();
-    let since = |stamp: &AtomicU64| elapsed(stamp.load(Ordering::Relaxed), now);
+    if !liveness.settings.enabled {
+        return None;
+    }
+    let since = |stamp: &AtomicU64| super::monitor::elapsed(stamp.load(Ordering::Relaxed), now);
     let interval = liveness.interval();
     let lost: Vec<LocalityId> = l.control.lock().lost.iter().map(|(p, _)| *p).collect();
     for peer in (0..l.count).map(LocalityId::new) {
@@ -229,7 +194,7 @@ fn check(l: &Locality, orphaned_at: &mut Option<u64>) -> Option<String> {
         .find(|(p, _)| *p == LocalityId::ROOT)
         .map(|(_, why)| why.clone());
     let why = root_lost?;
-    let since_orphaned = elapsed(*orphaned_at.get_or_insert(now), now);
+    let since_orphaned = super::monitor::elapsed(*orphaned_at.get_or_insert(now), now);
     (since_orphaned >= ORPHAN_GRACE).then(|| {
         let snapshot = l.sched.snapshot();
         format!(
@@ -238,13 +203,4 @@ fn check(l: &Locality, orphaned_at: &mut Option<u64>) -> Option<String> {
             snapshot.spawned.saturating_sub(snapshot.finished())
         )
     })
-}
-
-/// The time from `then` to `now` (raw clock ticks); zero if another thread
-/// stamped `then` after `now` was read.
-fn elapsed(then: u64, now: u64) -> Duration {
-    if then >= now {
-        return Duration::ZERO;
-    }
-    Duration::from_nanos(clock().delta_as_nanos(then, now))
 }

@@ -18,6 +18,7 @@ use super::gather::Collectives;
 use super::inbox::Inbox;
 use super::liveness::Liveness;
 use super::states::States;
+use super::watchdog::Watchdog;
 use crate::aggregate::{Aggregator, Outbox, Reason};
 use crate::flow::{Ledger, SendWindows};
 use crate::ids::LocalityId;
@@ -94,6 +95,8 @@ pub(crate) struct Locality {
     pub(crate) inbox: Inbox<Delivery>,
     /// When every peer was last heard from and sent to (the failure detector).
     pub(crate) liveness: Liveness,
+    /// Reports tasks that run too long.
+    pub(crate) watchdog: Watchdog,
     /// This locality, for the tasks it spawns to hold.
     pub(super) me: Weak<Locality>,
 }

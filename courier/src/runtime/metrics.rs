@@ -74,6 +74,11 @@ impl<'a> Metrics<'a> {
         }
     }
 
+    /// Tasks that ran past the watchdog's threshold, ever.
+    pub(crate) fn long_running_tasks(self) -> u64 {
+        self.locality.watchdog.long_running()
+    }
+
     /// What the locality's segmented calls did.
     pub(crate) fn segments(self) -> &'a crate::parcel::SegmentStats {
         &self.locality.segment_stats

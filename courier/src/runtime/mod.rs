@@ -17,8 +17,9 @@
 //!   room's windows and ledger, waiting for credit, giving it back);
 //!   `segments`: segmented calls, sent in units that fit the credit.
 //! - `control`: the control protocol (lost peers, shutdown, reports);
-//!   `liveness`: the failure detector (heartbeats, the peer timeout, a
-//!   locality that lost its root ends).
+//!   `monitor`: a thread per locality that watches what busy workers
+//!   cannot: its peers (`liveness`: heartbeats, the peer timeout, a
+//!   locality that lost its root ends) and its long tasks (`watchdog`).
 //! - `termination`: detecting that the whole job is idle, then stopping it.
 //! - `collective`: barrier, all-gather, all-reduce, quiescence; `gather`:
 //!   each locality's record of them.
@@ -42,6 +43,7 @@ mod inbox;
 mod liveness;
 mod locality;
 mod metrics;
+mod monitor;
 mod receive;
 mod respond;
 mod segments;
@@ -52,6 +54,7 @@ mod states;
 mod termination;
 mod time;
 mod traffic;
+mod watchdog;
 
 pub use coalescing::CoalescingError;
 pub use error::{BoxError, Error};
@@ -67,3 +70,4 @@ pub(crate) use start::Settings as LocalitySettings;
 pub(crate) use states::StateMaker;
 pub(crate) use termination::{shut_down_peers, wait_for_quiescence};
 pub(crate) use traffic::{DirectionCounts, Traffic};
+pub use watchdog::DEFAULT_WATCHDOG;

@@ -15,6 +15,7 @@ use bytes::Bytes;
 
 use super::credit::HandlerScope;
 use super::locality::{Delivery, Locality, report};
+use super::watchdog::action_label;
 use crate::action::{CallSite, registry};
 use crate::clock::clock;
 use crate::ids::LocalityId;
@@ -207,7 +208,9 @@ impl Locality {
         };
         {
             let _handler = HandlerScope::enter();
+            let outer = self.sched.label_poll(action_label(action));
             self.run_calls(source, &body, action, count);
+            self.sched.label_poll(outer);
         }
         drop(body);
         self.finish_credit(source, credit);

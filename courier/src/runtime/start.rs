@@ -11,10 +11,12 @@ use parking_lot::{Condvar, Mutex};
 use super::Runtime;
 use super::gather::Collectives;
 use super::inbox::Inbox;
-use super::liveness::{self, Liveness, LivenessSettings};
+use super::liveness::{Liveness, LivenessSettings};
 use super::locality::{ControlState, Locality, ParcelWork};
+use super::monitor;
 use super::states::{StateMaker, States};
 use super::traffic::Traffic;
+use super::watchdog::Watchdog;
 use crate::aggregate::{Aggregator, Coalescing};
 use crate::flow::{Budget, Ledger, SendWindows};
 use crate::ids::LocalityId;
@@ -71,6 +73,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) states: &'a [StateMaker],
     /// The failure detector.
     pub(crate) liveness: LivenessSettings,
+    /// Polls longer than this are reported (`None`: none).
+    pub(crate) watchdog: Option<Duration>,
 }
 
 impl Locality {
@@ -89,6 +93,7 @@ impl Locality {
             credit,
             states,
             liveness,
+            watchdog,
         } = settings;
         let sched = Scheduler::new(workers);
         let aggregator = Arc::new(Aggregator::new(
@@ -120,6 +125,7 @@ impl Locality {
             inbox: Inbox::default(),
             segment_stats: Arc::default(),
             liveness: Liveness::new(count, liveness),
+            watchdog: Watchdog::new(watchdog),
             me: me.clone(),
         });
         sched.set_background(Arc::new(Progress(Arc::downgrade(&locality))));
@@ -136,7 +142,7 @@ impl Locality {
             locality.aggregator.flush_due(&*locality, key, deadline);
             true
         })?;
-        liveness::start(&locality)?;
+        monitor::start(&locality)?;
         Ok(locality)
     }
 }

@@ -36,6 +36,36 @@ fn tasks_idle(counts: &[ActivityCounts]) -> bool {
     sent == received && counts.iter().all(|c| c.tasks_spawned == c.tasks_finished)
 }
 
+/// What keeps the job described by `counts` (one entry per locality, in
+/// rank order) from being idle, in words: the localities with tasks
+/// running or received calls unfinished, and the parcels in flight.
+fn describe_activity(counts: &[ActivityCounts]) -> String {
+    let mut busy = Vec::new();
+    for (rank, c) in counts.iter().enumerate() {
+        let tasks = c.tasks_spawned.saturating_sub(c.tasks_finished);
+        let runs = c.parcel_work_started.saturating_sub(c.parcel_work_finished);
+        if tasks > 0 || runs > 0 {
+            busy.push(format!(
+                "{} has {tasks} unfinished task(s), {runs} unfinished run(s) of received calls",
+                LocalityId::new(rank as u32),
+            ));
+        }
+    }
+    let sent: u64 = counts.iter().map(|c| c.parcels_sent).sum();
+    let received: u64 = counts.iter().map(|c| c.parcels_received).sum();
+    if sent != received {
+        busy.push(format!(
+            "{} parcels in flight ({sent} sent, {received} received)",
+            sent.abs_diff(received)
+        ));
+    }
+    if busy.is_empty() {
+        return "it was idle in this wave; waiting for a second identical wave".into();
+    }
+    busy.push("see the watchdog's reports (--watchdog) for tasks that run long".into());
+    busy.join("; ")
+}
+
 /// Whether the job described by `counts` is quiet: every parcel sent was
 /// received and every piece of parcel work started has finished (tasks the
 /// program runs for itself may go on).
@@ -116,9 +146,9 @@ pub(crate) fn run_waves(root: &Locality, done: fn(&[ActivityCounts]) -> bool) ->
             report!(
                 info,
                 root.here,
-                "waiting for the job to become idle ({:.0?}): {:?}",
+                "waiting for the job to become idle ({:.0?}): {}",
                 started.elapsed(),
-                counts
+                describe_activity(&counts)
             );
             next_report = Instant::now() + WAIT_REPORT_INTERVAL;
         }
@@ -203,6 +233,22 @@ mod tests {
             !tasks_idle(&[counts(3, 1, 5, 4), counts(1, 3, 2, 2)]),
             "a task running"
         );
+    }
+
+    #[test]
+    fn the_waiting_message_names_busy_localities_and_parcels_in_flight() {
+        let message = describe_activity(&[counts(5, 3, 4, 4), counts(3, 4, 7, 6)]);
+        assert!(
+            message.contains("locality#1 has 1 unfinished task(s), 1 unfinished run(s)"),
+            "{message}"
+        );
+        assert!(!message.contains("locality#0 has"), "{message}");
+        assert!(
+            message.contains("1 parcels in flight (8 sent, 7 received)"),
+            "{message}"
+        );
+        let idle = describe_activity(&[counts(1, 1, 2, 2), counts(1, 1, 0, 0)]);
+        assert!(idle.contains("idle in this wave"), "{idle}");
     }
 
     #[test]

@@ -50,6 +50,12 @@ pub(crate) struct PublishedStats {
     /// Tasks this worker spawned: exact at every moment (counted as they
     /// are spawned, not published), written only by the worker.
     spawned: AtomicU64,
+    /// When the poll running now began (raw clock ticks), 0 between polls:
+    /// what the watchdog reads. Written only by the worker.
+    running_since: AtomicU64,
+    /// What the poll running now does, as its code labelled it (0: not
+    /// labelled; see [`Scheduler::label_poll`](super::Scheduler::label_poll)).
+    running_label: AtomicU64,
 }
 
 impl Default for PublishedStats {
@@ -64,6 +70,8 @@ impl Default for PublishedStats {
             steals: AtomicU64::default(),
             poll_histogram: std::array::from_fn(|_| AtomicU64::default()),
             spawned: AtomicU64::default(),
+            running_since: AtomicU64::default(),
+            running_label: AtomicU64::default(),
         }
     }
 }
@@ -90,6 +98,32 @@ impl PublishedStats {
     pub(crate) fn count_spawn(&self) {
         let n = self.spawned.load(Ordering::Relaxed);
         self.spawned.store(n + 1, Ordering::Release);
+    }
+
+    /// The owning worker begins a poll at `start` (raw clock ticks).
+    #[inline]
+    pub(crate) fn begin_poll(&self, start: u64) {
+        self.running_label.store(0, Ordering::Relaxed);
+        self.running_since.store(start.max(1), Ordering::Release);
+    }
+
+    /// The owning worker's poll ended.
+    #[inline]
+    pub(crate) fn end_poll(&self) {
+        self.running_since.store(0, Ordering::Release);
+    }
+
+    /// Labels the owning worker's current poll; returns the label it had.
+    #[inline]
+    pub(crate) fn label_poll(&self, label: u64) -> u64 {
+        self.running_label.swap(label, Ordering::Relaxed)
+    }
+
+    /// When the owning worker's current poll began, and its label; `None`
+    /// between polls.
+    pub(crate) fn running(&self) -> Option<(u64, u64)> {
+        let since = self.running_since.load(Ordering::Acquire);
+        (since != 0).then(|| (since, self.running_label.load(Ordering::Relaxed)))
     }
 
     /// Tasks the owning worker spawned.

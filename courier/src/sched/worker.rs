@@ -156,7 +156,10 @@ impl WorkerLoop<'_> {
                 } else {
                     last + self.gap_ticks
                 };
+                let slot = &self.sched.published[self.index];
+                slot.begin_poll(start);
                 runnable.run();
+                slot.end_poll();
                 let end = self.clock.raw().max(start);
                 self.stats.polls += 1;
                 let poll_ns = self.clock.delta_as_nanos(start, end);

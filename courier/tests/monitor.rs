@@ -1,7 +1,9 @@
-//! The failure detector (issue #14): a stopped locality is declared lost
-//! within the peer timeout, a quiet or busy one is not, and a locality
-//! whose only worker is stuck in a handler still ends when it loses its
-//! root, instead of staying behind as an orphan.
+//! The monitor thread (issue #14). The failure detector: a stopped
+//! locality is declared lost within the peer timeout, a quiet or busy one
+//! is not, and a locality whose only worker is stuck in a handler still
+//! ends when it loses its root, instead of staying behind as an orphan.
+//! The watchdog: a task that runs too long is counted and reported with
+//! the action it runs.
 
 mod common;
 
@@ -296,4 +298,78 @@ fn a_locality_stuck_in_a_handler_ends_when_its_root_is_stopped() {
     let took = orphan_ends("-STOP", Duration::from_secs(5));
     eprintln!("the orphan ended {took:?} after its root was stopped");
     assert!(took >= Duration::from_millis(300), "{took:?}");
+}
+
+async fn counter_sum(rt: &courier::Runtime, name: &str) -> Result<f64, courier::BoxError> {
+    let values = rt.counters([name])?.evaluate(false).await?;
+    Ok(values.iter().map(|v| v.value).sum())
+}
+
+#[test]
+fn the_watchdog_counts_each_long_task_once() {
+    let config = common::inproc(2)
+        .workers(1)
+        .watchdog(Some(Duration::from_millis(100)));
+    courier::launch(config, |rt| async move {
+        // Two long runs and many short ones on locality 1.
+        for _ in 0..2 {
+            rt.call(rt.locality(1), hold_worker, (450,)).await?;
+        }
+        for x in 0..100 {
+            assert_eq!(rt.call(rt.locality(1), double, (x,)).await?, 2 * x);
+        }
+        let long = "/threads{locality#*/total}/count/long-running";
+        assert_eq!(counter_sum(&rt, long).await?, 2.0);
+        Ok(())
+    })
+    .unwrap();
+    let off = common::inproc(2).workers(1).watchdog(None);
+    courier::launch(off, |rt| async move {
+        rt.call(rt.locality(1), hold_worker, (300,)).await?;
+        let long = "/threads{locality#*/total}/count/long-running";
+        assert_eq!(counter_sum(&rt, long).await?, 0.0);
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// Runs a job whose handler holds its worker past the watchdog, with
+/// Courier's reports on stderr. Run by the test below, not on its own.
+#[test]
+#[ignore = "run by the_watchdog_names_the_action_a_stuck_worker_runs"]
+fn job_with_a_long_handler() {
+    if std::env::var_os("COURIER_TEST_WATCHDOG").is_none() {
+        return;
+    }
+    courier::report_to_stderr();
+    let config = common::inproc(2)
+        .workers(1)
+        .watchdog(Some(Duration::from_millis(100)));
+    courier::launch(config, |rt| async move {
+        rt.call(rt.locality(1), hold_worker, (400,)).await?;
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn the_watchdog_names_the_action_a_stuck_worker_runs() {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "job_with_a_long_handler",
+            "--nocapture",
+            "--ignored",
+        ])
+        .env("COURIER_TEST_WATCHDOG", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("locality#1: worker 0 has been running one task for")
+            && stderr.contains("received calls of `")
+            && stderr.contains("hold_worker`"),
+        "{stderr}"
+    );
 }
