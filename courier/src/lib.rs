@@ -88,7 +88,7 @@ pub use parcel::{
 };
 pub use runtime::{
     BoxError, CoalescingError, DEFAULT_PEER_TIMEOUT, DEFAULT_WATCHDOG, Error, Runtime, Sleep,
-    current, sleep, try_current, with_state,
+    Timeout, current, sleep, try_current, with_state,
 };
 pub use sched::{JoinHandle, YieldNow, yield_now};
 

@@ -35,6 +35,8 @@ pub(crate) enum Failure {
     /// The frame carrying the call was larger than the receiver accepts.
     FrameTooLarge(FrameTooLarge),
     DecodeResult(String),
+    /// No result came within the call's deadline (`CallFuture::timeout`).
+    TimedOut(std::time::Duration),
 }
 
 /// A frame longer than its receiver accepts (`max_frame_bytes`) or than
@@ -150,6 +152,13 @@ impl CallError {
         matches!(self.failure, Failure::NoSuchLocality { .. })
     }
 
+    /// Whether no result came within the deadline the caller set with
+    /// [`CallFuture::timeout`](crate::CallFuture::timeout). The call may
+    /// still run on its locality; its result is then dropped.
+    pub fn is_timed_out(&self) -> bool {
+        matches!(self.failure, Failure::TimedOut(_))
+    }
+
     /// Whether the runtime was shutting down.
     pub fn is_shutting_down(&self) -> bool {
         matches!(self.failure, Failure::ShuttingDown)
@@ -183,6 +192,11 @@ impl fmt::Display for CallError {
             Failure::EncodeArgs(e) => write!(f, "the arguments did not encode: {e}"),
             Failure::FrameTooLarge(e) => write!(f, "the arguments did not encode: {e}"),
             Failure::DecodeResult(e) => write!(f, "the result did not decode: {e}"),
+            Failure::TimedOut(limit) => write!(
+                f,
+                "no result within {limit:?} (CallFuture::timeout); the call may still run \
+                 there, and its result will be dropped"
+            ),
         }
     }
 }

@@ -703,6 +703,11 @@ impl<T> CallFuture<T> {
     pub fn locality(&self) -> LocalityId {
         self.locality
     }
+
+    /// The error of this call when no result came within `limit`.
+    pub(crate) fn timed_out(&self, limit: std::time::Duration) -> CallError {
+        CallError::new(self.action, self.locality, Failure::TimedOut(limit))
+    }
 }
 
 impl<T> Unpin for CallFuture<T> {}

@@ -60,7 +60,7 @@ pub use coalescing::CoalescingError;
 pub use error::{BoxError, Error};
 pub use handle::{Runtime, current, try_current};
 pub use state::with_state;
-pub use time::{Sleep, sleep};
+pub use time::{Sleep, Timeout, sleep};
 
 pub use liveness::DEFAULT_PEER_TIMEOUT;
 pub(crate) use liveness::LivenessSettings;

@@ -1,4 +1,5 @@
-//! [`sleep`]: wait for a while without blocking a worker.
+//! [`sleep`]: wait for a while without blocking a worker; and
+//! [`CallFuture::timeout`]: give up on a call after a while.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -6,8 +7,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
+
 use super::Runtime;
 use super::locality::Locality;
+use crate::parcel::{CallError, CallFuture};
 
 /// Waits until `duration` has passed, without blocking the worker (other
 /// tasks run meanwhile). The locality's timer thread wakes the task, about
@@ -91,6 +95,93 @@ impl Drop for Sleep {
     fn drop(&mut self) {
         if let Some(id) = self.registered.take() {
             self.locality.aggregator.cancel_wake(self.deadline, id);
+        }
+    }
+}
+
+impl<T> CallFuture<T> {
+    /// Gives the call a deadline: the returned future resolves to the
+    /// call's result if it comes within `limit`, and otherwise to a
+    /// [`CallError`] for which [`is_timed_out`](CallError::is_timed_out)
+    /// holds. The time counts from this method when it is called on a
+    /// thread of the runtime (a task, an action), else from the first poll.
+    /// The call is not cancelled: it may still run on its locality, and
+    /// its result, when it comes, is dropped. The timer is the locality's
+    /// flush timer, so the deadline is met about as precisely as a
+    /// [`sleep`].
+    ///
+    /// # Panics
+    ///
+    /// When polled on a thread that is neither a worker of the runtime nor
+    /// given its handle (no deadline can be kept there).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use courier::{Config, TransportKind};
+    ///
+    /// #[courier::action]
+    /// async fn slow() -> u32 {
+    ///     courier::sleep(Duration::from_millis(200)).await;
+    ///     7
+    /// }
+    ///
+    /// courier::launch(Config::new().localities(2).transport(TransportKind::Inproc), |rt| async move {
+    ///     let late = rt.call(rt.locality(1), slow, ()).timeout(Duration::from_millis(20)).await;
+    ///     assert!(late.unwrap_err().is_timed_out());
+    ///     let on_time = rt.call(rt.locality(1), slow, ()).timeout(Duration::from_secs(10)).await;
+    ///     assert_eq!(on_time?, 7);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn timeout(self, limit: Duration) -> Timeout<T> {
+        Timeout {
+            sleep: super::try_current().map(|rt| rt.sleep(limit)),
+            call: self,
+            limit,
+        }
+    }
+}
+
+/// A call with a deadline: the future of [`CallFuture::timeout`].
+#[must_use = "a call's result is lost unless its future is awaited"]
+pub struct Timeout<T> {
+    call: CallFuture<T>,
+    limit: Duration,
+    /// The deadline, once its clock started.
+    sleep: Option<Sleep>,
+}
+
+impl<T> std::fmt::Debug for Timeout<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timeout")
+            .field("call", &self.call)
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Unpin for Timeout<T> {}
+
+impl<T: DeserializeOwned> Future for Timeout<T> {
+    type Output = Result<T, CallError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Poll::Ready(result) = Pin::new(&mut this.call).poll(cx) {
+            return Poll::Ready(result);
+        }
+        let limit = this.limit;
+        let sleep = this.sleep.get_or_insert_with(|| {
+            super::try_current()
+                .expect("a call with a deadline is polled outside the runtime (no timer there)")
+                .sleep(limit)
+        });
+        match Pin::new(sleep).poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(this.call.timed_out(limit))),
+            Poll::Pending => Poll::Pending,
         }
     }
 }
