@@ -67,13 +67,17 @@ impl JobEnv {
             rank,
             count,
             root,
-            secret: Secret::from_hex(&var("COURIER_SECRET")?)?,
+            secret: Secret::from_hex(&take_secret().ok_or_else(|| {
+                Error::Config("COURIER_RANK is set but COURIER_SECRET is not".into())
+            })?)?,
             launcher: std::env::var("COURIER_LAUNCHER").is_ok_and(|v| v == "1"),
             local_localities,
         }))
     }
 
     /// The command that starts `program args` as this locality of the job.
+    /// Its secret goes in `COURIER_SECRET`, which the child takes out of
+    /// its environment once it has read it ([`take_secret`]).
     pub(crate) fn command(&self, program: &OsStr, args: &[OsString]) -> Command {
         let mut command = Command::new(program);
         command
@@ -95,6 +99,37 @@ impl JobEnv {
         command
     }
 }
+/// The job secret from `COURIER_SECRET`, which is removed from the
+/// environment the first time: the processes a program's actions start
+/// must not inherit it. Later calls (a second job in the same process)
+/// get the value read first.
+///
+/// The variable stays visible in `/proc/PID/environ` (the process's
+/// initial environment, readable by the same user only); what the process
+/// passes on is its current environment.
+fn take_secret() -> Option<String> {
+    static TAKEN: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+    let mut taken = TAKEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if taken.is_none() {
+        let value = std::env::var("COURIER_SECRET").ok()?;
+        remove_secret_from_environment();
+        *taken = Some(value);
+    }
+    taken.clone()
+}
+
+#[allow(unsafe_code)]
+fn remove_secret_from_environment() {
+    // SAFETY: `remove_var` races with code that reads the environment
+    // without Rust's environment lock (C's `getenv` on another thread).
+    // It runs once, in `launch`, before Courier starts a thread; the
+    // documentation of `launch` asks programs to call it before they start
+    // threads of their own that read the environment from C.
+    unsafe { std::env::remove_var("COURIER_SECRET") };
+}
+
 /// The processes a self-launching root or a launcher started. Killed if
 /// dropped before they exited (a failed start-up must not leave orphans).
 #[derive(Debug, Default)]

@@ -50,6 +50,13 @@ const CHILD_EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// exits when the job ends. Code before `launch` therefore runs on every
 /// locality, code after it only on the root.
 ///
+/// # Environment
+///
+/// A process started as a locality of a job (`COURIER_RANK` set) takes
+/// `COURIER_SECRET` out of its environment here, so that the processes its
+/// actions start do not inherit it. Call `launch` before starting threads
+/// that read the environment through C's `getenv`.
+///
 /// # Process exit
 ///
 /// `launch` and [`launch_spmd`] are the only places Courier ends the
