@@ -186,9 +186,23 @@ fn involves(hops: &[LocalityId; 3], batch: &Option<Box<Batch>>, peer: LocalityId
     }
 }
 
-/// One place of a shard's slab. The generation grows every time the place
+/// Whether a response from `from` to a call with these hops and batch
+/// comes from a locality the call did not go to (the remote end of a
+/// request is checked, not just its id). A batch's path is known once it
+/// is sealed; until then, while it still sends, any member may answer.
+fn is_stranger(hops: &[LocalityId; 3], batch: &Option<Box<Batch>>, from: LocalityId) -> bool {
+    match batch {
+        Some(b) if b.parts.is_none() => false,
+        _ => !involves(hops, batch, from),
+    }
+}
+
+/// One place of a shard's slab. The generation changes every time the place
 /// is freed, so a late or duplicated response for an earlier call that
-/// used it finds a different generation and is ignored.
+/// used it finds a different generation and is ignored. It changes to a
+/// pseudo-random value from a per-process random seed: request ids travel
+/// to other localities, and one must not be able to tell from the ids it
+/// sees which ids other callers wait on.
 #[derive(Default)]
 struct Slot {
     generation: u32,
@@ -197,11 +211,26 @@ struct Slot {
 
 /// The calls of one shard: a slab indexed by the request id, reusing freed
 /// places (no hashing, and memory stays put from one burst to the next).
-#[derive(Default)]
 struct Shard {
     slots: Vec<Slot>,
     free: Vec<u32>,
     len: usize,
+    /// The state of the generator of generations (xorshift64*, never 0).
+    rng: u64,
+}
+
+impl Default for Shard {
+    fn default() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        // std's per-process random keys: a seed no peer can know.
+        let seed = std::hash::RandomState::new().build_hasher().finish();
+        Shard {
+            slots: Vec::new(),
+            free: Vec::new(),
+            len: 0,
+            rng: seed | 1,
+        }
+    }
 }
 
 /// A request id: `generation << 32 | index << SHARD_BITS | shard`.
@@ -228,6 +257,19 @@ pub(crate) enum Response<'a> {
 }
 
 impl Shard {
+    /// The next generation: pseudo-random, never `old`.
+    fn next_generation(&mut self, old: u32) -> u32 {
+        loop {
+            self.rng ^= self.rng >> 12;
+            self.rng ^= self.rng << 25;
+            self.rng ^= self.rng >> 27;
+            let generation = (self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32;
+            if generation != old {
+                return generation;
+            }
+        }
+    }
+
     fn insert(&mut self, state: State) -> Option<(u32, u32)> {
         let index = match self.free.pop() {
             Some(index) => index,
@@ -235,7 +277,11 @@ impl Shard {
                 let index = u32::try_from(self.slots.len())
                     .ok()
                     .filter(|&i| i < (u32::MAX >> SHARD_BITS))?;
-                self.slots.push(Slot::default());
+                let generation = self.next_generation(0);
+                self.slots.push(Slot {
+                    generation,
+                    state: State::Free,
+                });
                 index
             }
         };
@@ -255,7 +301,8 @@ impl Shard {
     fn free(&mut self, index: usize) {
         let slot = &mut self.slots[index];
         slot.state = State::Free;
-        slot.generation = slot.generation.wrapping_add(1);
+        let old = slot.generation;
+        self.slots[index].generation = self.next_generation(old);
         self.free.push(index as u32);
         self.len -= 1;
     }
@@ -278,15 +325,15 @@ impl Shard {
             State::Waiting {
                 waker, batch, hops, ..
             } => {
+                // A response from a locality the call or batch did not go
+                // to: another member guessing request ids.
+                if from.is_some_and(|f| is_stranger(hops, batch, f)) {
+                    return (false, None);
+                }
                 let result = match (response, batch) {
                     (Response::Failed(failure), _) => Err(Box::new((failure, from))),
                     // A part number for a single call: forged.
                     (Response::Output(..), None) if part != 0 => return (false, None),
-                    // An output from a locality the call did not go to:
-                    // another member guessing request ids.
-                    (Response::Output(..), None) if from.is_some_and(|f| !hops.contains(&f)) => {
-                        return (false, None);
-                    }
                     (Response::Output(frame, bytes), None) => {
                         Ok(Output::Single(frame.slice_ref(bytes)))
                     }
@@ -311,7 +358,14 @@ impl Shard {
                 slot.state = State::Done(result);
                 (true, waker)
             }
-            State::Abandoned { remaining, .. } => {
+            State::Abandoned {
+                remaining,
+                hops,
+                batch,
+            } => {
+                if from.is_some_and(|f| is_stranger(hops, batch, f)) {
+                    return (false, None);
+                }
                 if *remaining > 1 && matches!(response, Response::Output(..)) {
                     *remaining -= 1;
                 } else {
@@ -904,6 +958,84 @@ mod tests {
         let (id, mut call) = table.register([LocalityId::ROOT; 3]);
         assert!(table.complete(id, 0, Some(LocalityId::ROOT), output()));
         assert_eq!(poll(&mut call, Waker::noop()), Poll::Ready(ok(7)));
+    }
+
+    #[test]
+    fn failures_and_batch_results_are_accepted_only_from_where_the_call_went() {
+        let table = Arc::new(PendingTable::default());
+        let stranger = Some(LocalityId::new(3));
+        let failed = || {
+            Response::Failed(Failure::Remote(crate::parcel::RemoteError::Panicked(
+                "forged".into(),
+            )))
+        };
+        // A single call to 1: a stranger cannot fail it.
+        let (id, mut call) = table.register([LocalityId::new(1); 3]);
+        assert!(!table.complete(id, 0, stranger, failed()));
+        assert_eq!(poll(&mut call, Waker::noop()), Poll::Pending);
+        assert!(table.complete(id, 0, Some(LocalityId::new(1)), failed()));
+        assert!(matches!(
+            poll(&mut call, Waker::noop()),
+            Poll::Ready(Err(_))
+        ));
+        // An abandoned call's place is not freed by a stranger either.
+        let (id, call) = table.register([LocalityId::new(1); 3]);
+        drop(call);
+        assert!(!table.complete(id, 0, stranger, failed()));
+        assert_eq!(table.len(), 1);
+        assert!(table.complete(id, 0, Some(LocalityId::new(1)), failed()));
+        assert_eq!(table.len(), 0);
+        // A sealed batch to 1 and 2 takes results from them only.
+        let sent = Arc::new(AtomicU32::new(2));
+        let (id, call) = table.register_batch(Box::new(BatchResults::<u32>::new(2, sent)));
+        table.seal(
+            id,
+            2,
+            Path::of_batch(4, [LocalityId::new(1), LocalityId::new(2)]),
+        );
+        let mut future = BatchFuture::<u32>::remote("test", LocalityId::ROOT, call);
+        let put = |part: u32, value: u32, from: u32| {
+            let frame = Bytes::from(postcard::to_allocvec(&value).unwrap());
+            let from = Some(LocalityId::new(from));
+            table.complete(id, part, from, Response::Output(&frame, &frame[..]))
+        };
+        assert!(!put(0, 666, 3), "a stranger's result");
+        assert!(
+            !table.complete(id, 0, stranger, failed()),
+            "a stranger's failure"
+        );
+        assert!(put(0, 1, 1));
+        assert!(put(1, 2, 2));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert_eq!(
+            Pin::new(&mut future).poll(&mut cx),
+            Poll::Ready(Ok(vec![1, 2]))
+        );
+    }
+
+    #[test]
+    fn request_ids_do_not_follow_from_each_other() {
+        // A place reused keeps its index but changes its generation to
+        // one a peer that saw the earlier id cannot predict.
+        let table = Arc::new(PendingTable::default());
+        let mut steps = std::collections::HashSet::new();
+        let mut last = std::collections::HashMap::new();
+        for _ in 0..64 * SHARDS {
+            let (id, call) = table.register([LocalityId::new(1); 3]);
+            drop(call);
+            assert!(table.complete(id, 0, None, Response::Failed(Failure::ShuttingDown)));
+            if let Some(previous) = last.insert(id as u32, id) {
+                assert_ne!(id, previous, "a reused place kept its generation");
+                steps.insert((id >> 32).wrapping_sub(previous >> 32) as u32);
+            }
+        }
+        assert!(steps.len() > 32, "generations step predictably: {steps:?}");
+        // A fresh table starts elsewhere.
+        let (first, _call) = table.register([LocalityId::new(1); 3]);
+        let other = Arc::new(PendingTable::default());
+        let (other_first, _other_call) = other.register([LocalityId::new(1); 3]);
+        assert_ne!(first >> 32, 0);
+        assert_ne!(first >> 32, other_first >> 32);
     }
 
     #[test]
