@@ -87,8 +87,8 @@ pub use parcel::{
     SegmentOptions, SegmentOutput, SegmentResults, SegmentUnit, SegmentsFuture,
 };
 pub use runtime::{
-    BoxError, CoalescingError, DEFAULT_PEER_TIMEOUT, DEFAULT_WATCHDOG, Error, Runtime, Sleep,
-    Timeout, current, sleep, try_current, with_state,
+    BoxError, CoalescingError, DEFAULT_PEER_TIMEOUT, DEFAULT_WATCHDOG, Error, OnPostFailure,
+    Runtime, Sleep, Timeout, current, sleep, try_current, with_state,
 };
 pub use sched::{JoinHandle, YieldNow, yield_now};
 

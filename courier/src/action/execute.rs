@@ -34,13 +34,16 @@ pub(crate) type EncodeOutput<'a> = dyn FnMut(&mut FrameBuilder) -> Result<(), En
 /// What running calls needs from the locality they run on.
 pub(crate) trait CallSite: Send + Sync + 'static {
     /// Sends the output of a call of the action in registry slot `slot`
-    /// where `reply` says (never `ReplyTo::Nobody`); `encode` writes it
+    /// where `reply` says (never `ReplyTo::Post`); `encode` writes it
     /// into the frame.
     fn send_output(&self, slot: usize, reply: ReplyTo, encode: &mut EncodeOutput<'_>);
 
     /// A call of `action` with `reply` failed with `error`: tells its
     /// caller, or reports it when nobody waits for it.
     fn send_failure(&self, action: &'static str, reply: ReplyTo, error: RemoteError);
+
+    /// The locality the calls run on.
+    fn here(&self) -> crate::ids::LocalityId;
 
     /// Runs `future` as a task of its own (a call that waits).
     fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send>>);
@@ -66,12 +69,12 @@ pub(crate) fn run_calls<A: Action>(
             Ok(result) => return result,
             // The call that panicked fails alone; the others still run.
             Err(panic) => {
-                let reply = calls
-                    .rewound(current)
-                    .next_call()
-                    .ok()
-                    .flatten()
-                    .map_or(ReplyTo::Nobody, |call| call.reply);
+                let reply = calls.rewound(current).next_call().ok().flatten().map_or(
+                    ReplyTo::Post {
+                        origin: calls.source(),
+                    },
+                    |call| call.reply,
+                );
                 site.send_failure(
                     A::NAME,
                     reply,
@@ -135,7 +138,7 @@ fn run_async<A: Action>(site: &Arc<dyn CallSite>, slot: usize, reply: ReplyTo, a
 /// Hands `output` to where `reply` says.
 fn send_output<A: Action>(site: &dyn CallSite, slot: usize, reply: ReplyTo, output: &A::Output) {
     match reply {
-        ReplyTo::Nobody => {}
+        ReplyTo::Post { .. } => {}
         ReplyTo::Caller(caller) => {
             site.send_output(slot, reply, &mut |frame| {
                 frame.push_response(caller, output)
@@ -144,7 +147,12 @@ fn send_output<A: Action>(site: &dyn CallSite, slot: usize, reply: ReplyTo, outp
         ReplyTo::Continue { caller, .. } => {
             // The continuation's argument tuple `(A::Output,)` encodes as
             // `A::Output` alone.
-            let then = caller.map_or(ReplyTo::Nobody, ReplyTo::Caller);
+            let then = caller.map_or(
+                ReplyTo::Post {
+                    origin: site.here(),
+                },
+                ReplyTo::Caller,
+            );
             site.send_output(slot, reply, &mut |frame| {
                 frame.push_call(then, &(Encoded(output),))
             });

@@ -724,6 +724,20 @@ pub(crate) static TYPES: &[CounterType] = &[
         "frames of parcels sent (one network message each)",
         |s| Raw::Count(s.sent.messages)
     ),
+    CounterType {
+        name: "/parcels/count/failed",
+        unit: "",
+        help: "posts of this locality that failed where they ran (panic, bad arguments, unknown action); @ACTION: of that action",
+        instances: Instances::Locality,
+        parameters: Parameters::Action,
+        sample: |s, i, action| {
+            if i != Instance::Total {
+                return Err(format!("no instance {i}"));
+            }
+            let slot = action.map(action_slot).transpose()?;
+            Ok(Raw::Count(s.metrics.failed_posts(slot)))
+        },
+    },
     traffic_counter!(
         "/parcels/count/received",
         "",

@@ -93,6 +93,10 @@ pub struct RuntimeArgs {
     /// Parsed, `off` is zero.
     #[arg(long, value_name = "SECS|off", value_parser = parse_peer_timeout_flag)]
     pub watchdog: Option<Duration>,
+    /// What a failed post does: `log` it, or `fail` the job
+    /// [default: log, or COURIER_ON_POST_FAILURE].
+    #[arg(long, value_enum)]
+    pub on_post_failure: Option<crate::runtime::OnPostFailure>,
     /// List every counter type with its unit and help, then exit.
     #[arg(long)]
     pub list_counters: bool,
@@ -150,6 +154,9 @@ impl RuntimeArgs {
         }
         if let Some(threshold) = self.watchdog {
             config = config.watchdog((!threshold.is_zero()).then_some(threshold));
+        }
+        if let Some(policy) = self.on_post_failure {
+            config = config.on_post_failure(policy);
         }
         if let Some(c) = self.coalescing {
             config = config.coalescing(c);

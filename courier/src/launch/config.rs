@@ -16,7 +16,7 @@ use crate::ids::LocalityId;
 use crate::runtime::Error;
 use crate::runtime::LocalitySettings as Settings;
 use crate::runtime::StateMaker;
-use crate::runtime::{DEFAULT_PEER_TIMEOUT, DEFAULT_WATCHDOG, LivenessSettings};
+use crate::runtime::{DEFAULT_PEER_TIMEOUT, DEFAULT_WATCHDOG, LivenessSettings, OnPostFailure};
 
 /// How localities talk to each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -104,6 +104,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 1 << 30;
 /// | `COURIER_CREDIT_HINT` | [`Config::credit_hint`] | flow control: bytes every origin may use at every target beyond its window without asking | 0 |
 /// | `COURIER_PEER_TIMEOUT` | [`Config::peer_timeout`] | seconds of silence after which a peer is declared lost (`5`, `0.5`, `250ms`), or `off` | 5 s ([`DEFAULT_PEER_TIMEOUT`](crate::DEFAULT_PEER_TIMEOUT)) |
 /// | `COURIER_WATCHDOG` | [`Config::watchdog`] | seconds after which a running task is reported (`10`, `0.5`, `250ms`), or `off` | 10 s ([`DEFAULT_WATCHDOG`](crate::DEFAULT_WATCHDOG)) |
+/// | `COURIER_ON_POST_FAILURE` | [`Config::on_post_failure`] | `log` or `fail` ([`OnPostFailure`]) | `log` |
 /// | `COURIER_MPI_PROGRESS` | [`Config::mpi_progress`] | `workers` or `funneled` ([`MpiProgress`]) | `workers` |
 ///
 /// A value that does not parse makes [`launch`](crate::launch) fail with
@@ -154,6 +155,7 @@ pub struct Config {
     pub(crate) credit_hint: usize,
     pub(crate) peer_timeout: Option<Duration>,
     pub(crate) watchdog: Option<Duration>,
+    pub(crate) on_post_failure: OnPostFailure,
 }
 
 impl Default for Config {
@@ -271,6 +273,7 @@ impl Config {
                 .unwrap_or(Some(DEFAULT_PEER_TIMEOUT)),
             watchdog: env_duration("COURIER_WATCHDOG", &mut errors)
                 .unwrap_or(Some(DEFAULT_WATCHDOG)),
+            on_post_failure: env_value("COURIER_ON_POST_FAILURE", &mut errors).unwrap_or_default(),
         };
         Config {
             env_error: (!errors.is_empty()).then(|| errors.join("; ")),
@@ -432,6 +435,23 @@ impl Config {
         self
     }
 
+    /// Sets what a locality does when one of its posts failed where it ran
+    /// (its handler panicked, its arguments did not decode, the action is
+    /// unknown there). The failure always comes back to the posting
+    /// locality, which counts it in `/parcels/count/failed@ACTION` and logs
+    /// it (the first of each action, then each time the count doubles).
+    /// With [`OnPostFailure::Fail`] the job fails fast: the locality's
+    /// later `post`s and `call`s fail with a
+    /// [`CallError`](crate::CallError) for which
+    /// [`is_post_failure`](crate::CallError::is_post_failure) holds, and
+    /// [`launch`](crate::launch) returns
+    /// [`Error::PostFailed`](crate::Error::PostFailed). Default
+    /// [`OnPostFailure::Log`]; `COURIER_ON_POST_FAILURE`.
+    pub fn on_post_failure(mut self, policy: OnPostFailure) -> Self {
+        self.on_post_failure = policy;
+        self
+    }
+
     /// Sets how many bytes of frames may wait for credit towards one
     /// destination before the program's next `post` or `call` to it waits
     /// (default: a quarter of the window). See
@@ -485,6 +505,7 @@ impl Config {
             states: &self.states,
             liveness,
             watchdog: self.watchdog,
+            on_post_failure: self.on_post_failure,
         }
     }
 

@@ -101,7 +101,10 @@ pub(super) fn run_root<T: Send + 'static>(
     if !lost.is_empty() {
         return Err(Error::LocalitiesLost(lost));
     }
-    outcome
+    match (outcome, root.post_failures.first()) {
+        (Ok(_), Some((origin, message))) => Err(Error::PostFailed { origin, message }),
+        (outcome, _) => outcome,
+    }
 }
 
 /// At the root of an SPMD job: waits until every other locality's main
@@ -137,10 +140,11 @@ pub(super) fn run_member<T: Send + 'static>(
         let lost = locality.control.lock().lost.clone();
         return Err(Error::LocalitiesLost(lost));
     }
-    match outcome {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(Error::Main(error)),
-        Err(panic) => Err(Error::MainPanicked(panic_message(&*panic))),
+    match (outcome, locality.post_failures.first()) {
+        (Ok(Ok(_)), Some((origin, message))) => Err(Error::PostFailed { origin, message }),
+        (Ok(Ok(value)), None) => Ok(value),
+        (Ok(Err(error)), _) => Err(Error::Main(error)),
+        (Err(panic), _) => Err(Error::MainPanicked(panic_message(&*panic))),
     }
 }
 

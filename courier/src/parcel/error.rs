@@ -35,6 +35,8 @@ pub(crate) enum Failure {
     /// The frame carrying the call was larger than the receiver accepts.
     FrameTooLarge(FrameTooLarge),
     DecodeResult(String),
+    /// An earlier post failed and `Config::on_post_failure` is `Fail`.
+    PostFailed(String),
     /// No result came within the call's deadline (`CallFuture::timeout`).
     TimedOut(std::time::Duration),
 }
@@ -159,6 +161,13 @@ impl CallError {
         matches!(self.failure, Failure::TimedOut(_))
     }
 
+    /// Whether the send was refused because an earlier post failed and
+    /// [`Config::on_post_failure`](crate::Config::on_post_failure) is
+    /// [`OnPostFailure::Fail`](crate::OnPostFailure::Fail).
+    pub fn is_post_failure(&self) -> bool {
+        matches!(self.failure, Failure::PostFailed(_))
+    }
+
     /// Whether the runtime was shutting down.
     pub fn is_shutting_down(&self) -> bool {
         matches!(self.failure, Failure::ShuttingDown)
@@ -192,6 +201,7 @@ impl fmt::Display for CallError {
             Failure::EncodeArgs(e) => write!(f, "the arguments did not encode: {e}"),
             Failure::FrameTooLarge(e) => write!(f, "the arguments did not encode: {e}"),
             Failure::DecodeResult(e) => write!(f, "the result did not decode: {e}"),
+            Failure::PostFailed(why) => write!(f, "not sent: {why} (on_post_failure is `fail`)"),
             Failure::TimedOut(limit) => write!(
                 f,
                 "no result within {limit:?} (CallFuture::timeout); the call may still run \

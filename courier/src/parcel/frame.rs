@@ -7,8 +7,8 @@ use serde::Serialize;
 use super::error::RemoteError;
 use super::wire::{
     Caller, FRAME_HEADER, FRAME_HEADROOM, KIND_PARCELS, REPLY_CALLER, REPLY_CONTINUE, REPLY_NOBODY,
-    REPLY_SOURCE, RUN_HEADER, ReplyTo, RunKind, SOURCE_OFFSET, VARINT_MAX, WIRE_VERSION,
-    put_varint, varint_len, write_varint,
+    REPLY_POST_FROM, REPLY_SOURCE, RUN_HEADER, ReplyTo, RunKind, SOURCE_OFFSET, VARINT_MAX,
+    WIRE_VERSION, put_varint, varint_len, write_varint,
 };
 use crate::ids::ActionId;
 use crate::ids::LocalityId;
@@ -253,8 +253,13 @@ impl FrameBuilder {
 
     #[inline]
     fn put_reply(&mut self, reply: ReplyTo, explicit: bool) {
-        if reply == ReplyTo::Nobody {
-            // A post: the tag alone.
+        if reply
+            == (ReplyTo::Post {
+                origin: self.source,
+            })
+            && !explicit
+        {
+            // A post from this frame's sender: the tag alone.
             self.buf.push(REPLY_NOBODY);
             return;
         }
@@ -269,7 +274,13 @@ impl FrameBuilder {
             put_varint(buf, c.part);
         };
         match reply {
-            ReplyTo::Nobody => buf.push(REPLY_NOBODY),
+            ReplyTo::Post { origin } if origin == self.source && !explicit => {
+                buf.push(REPLY_NOBODY);
+            }
+            ReplyTo::Post { origin } => {
+                buf.push(REPLY_POST_FROM);
+                buf.extend_from_slice(&origin.get().to_le_bytes());
+            }
             ReplyTo::Caller(c) if c.locality == self.source && !explicit => {
                 buf.push(REPLY_SOURCE);
                 buf.extend_from_slice(&c.request.to_le_bytes());
@@ -395,7 +406,7 @@ mod tests {
 
     fn reply() -> impl Strategy<Value = ReplyTo> {
         prop_oneof![
-            Just(ReplyTo::Nobody),
+            locality().prop_map(|origin| ReplyTo::Post { origin }),
             caller().prop_map(ReplyTo::Caller),
             (locality(), any::<u64>(), proptest::option::of(caller())).prop_map(|(l, a, c)| {
                 ReplyTo::Continue {
@@ -628,19 +639,48 @@ mod tests {
         }
         let mut frame =
             FrameBuilder::new(LocalityId::new(0), RunKind::Calls, ActionId::from_bits(7));
-        frame.push_call(ReplyTo::Nobody, &5u8).unwrap();
+        frame
+            .push_call(
+                ReplyTo::Post {
+                    origin: LocalityId::ROOT,
+                },
+                &5u8,
+            )
+            .unwrap();
         let before = (frame.byte_len(), frame.len(), frame.payload_bytes());
-        assert!(frame.push_call(ReplyTo::Nobody, &Fails).is_err());
         assert!(
             frame
-                .push_routed(LocalityId::new(2), ReplyTo::Nobody, &Fails)
+                .push_call(
+                    ReplyTo::Post {
+                        origin: LocalityId::ROOT
+                    },
+                    &Fails
+                )
+                .is_err()
+        );
+        assert!(
+            frame
+                .push_routed(
+                    LocalityId::new(2),
+                    ReplyTo::Post {
+                        origin: LocalityId::ROOT
+                    },
+                    &Fails
+                )
                 .is_err()
         );
         assert_eq!(
             (frame.byte_len(), frame.len(), frame.payload_bytes()),
             before
         );
-        frame.push_call(ReplyTo::Nobody, &6u8).unwrap();
+        frame
+            .push_call(
+                ReplyTo::Post {
+                    origin: LocalityId::ROOT,
+                },
+                &6u8,
+            )
+            .unwrap();
         assert_eq!(frame.len(), 2);
     }
 
@@ -656,9 +696,17 @@ mod tests {
         frame.push_call(ReplyTo::Caller(caller), &1u8).unwrap();
         // tag, request (8), part (1), length (1), argument (1)
         assert_eq!(frame.byte_len(), FRAME_HEADER + super::RUN_HEADER + 12);
-        frame.push_call(ReplyTo::Nobody, &1u8).unwrap();
-        // A post: the tag, the length and the argument.
+        frame
+            .push_call(ReplyTo::Post { origin: source }, &1u8)
+            .unwrap();
+        // A post from the source: the tag, the length and the argument.
         assert_eq!(frame.byte_len(), FRAME_HEADER + super::RUN_HEADER + 15);
+        // A post of another locality names it.
+        let other = LocalityId::new(source.get() + 1);
+        frame
+            .push_call(ReplyTo::Post { origin: other }, &1u8)
+            .unwrap();
+        assert_eq!(frame.byte_len(), FRAME_HEADER + super::RUN_HEADER + 22);
     }
 
     #[test]
@@ -696,7 +744,14 @@ mod tests {
     fn a_count_the_body_cannot_hold_is_an_error() {
         let mut frame =
             FrameBuilder::new(LocalityId::new(0), RunKind::Calls, ActionId::from_bits(1));
-        frame.push_call(ReplyTo::Nobody, &1u8).unwrap();
+        frame
+            .push_call(
+                ReplyTo::Post {
+                    origin: LocalityId::ROOT,
+                },
+                &1u8,
+            )
+            .unwrap();
         let mut bytes = frame.finish();
         bytes[COUNT_OFFSET..COUNT_OFFSET + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         let body = &bytes[FRAME_HEADROOM..];

@@ -63,6 +63,9 @@ pub(super) const REPLY_NOBODY: u8 = 0;
 pub(super) const REPLY_CALLER: u8 = 1;
 pub(super) const REPLY_CONTINUE: u8 = 2;
 pub(super) const REPLY_SOURCE: u8 = 3;
+/// A post that names its origin (a routed post: the frame that carries it
+/// comes from another locality).
+pub(super) const REPLY_POST_FROM: u8 = 4;
 
 /// What the parcels of one run are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -98,8 +101,10 @@ pub(crate) struct Caller {
 /// What happens to a call's output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ReplyTo {
-    /// Nothing: fire and forget.
-    Nobody,
+    /// Nobody waits (a post): a failure is reported to `origin`, the
+    /// locality that posted it. On the wire, a post from the frame's
+    /// sender is its tag alone.
+    Post { origin: LocalityId },
     /// A response parcel to the caller.
     Caller(Caller),
     /// The output becomes the argument of `action` on `locality`, whose own
@@ -148,6 +153,15 @@ pub(crate) enum Control {
     Lent { bytes: u64 },
     /// Flow control: the sender gives back `bytes` it borrowed.
     GiveBack { bytes: u64 },
+    /// `count` posts of `action` from locality `origin` failed on locality
+    /// `at`, the first with `error` (see `runtime/post_failures.rs`).
+    PostsFailed {
+        origin: u32,
+        at: u32,
+        action: u64,
+        count: u64,
+        error: String,
+    },
     /// The sender is alive: sent when it has sent nothing else to the
     /// receiver for a heartbeat interval (see `runtime/liveness.rs`).
     Heartbeat,
@@ -311,6 +325,11 @@ impl<'a> ParcelReader<'a> {
         }
     }
 
+    /// The locality that sent the frame being read.
+    pub(crate) fn source(&self) -> LocalityId {
+        self.source
+    }
+
     /// Bytes of arguments and results read so far.
     pub(crate) fn payload_bytes(&self) -> u64 {
         self.payload
@@ -364,7 +383,9 @@ impl<'a> ParcelReader<'a> {
                 self.r.offset += 2 + len;
                 self.payload += len as u64;
                 return Ok(Some(CallParcel {
-                    reply: ReplyTo::Nobody,
+                    reply: ReplyTo::Post {
+                        origin: self.source,
+                    },
                     args: &rest[..len],
                 }));
             }
@@ -424,14 +445,18 @@ pub(crate) fn decode_call(bytes: &[u8], source: LocalityId) -> Result<CallParcel
 
 #[inline]
 fn read_call<'a>(r: &mut Reader<'a>, source: LocalityId) -> Result<CallParcel<'a>, DecodeError> {
-    let reply = match r.tag("reply", REPLY_SOURCE)? {
-        REPLY_NOBODY => ReplyTo::Nobody,
+    let reply = match r.tag("reply", REPLY_POST_FROM)? {
+        REPLY_NOBODY => ReplyTo::Post { origin: source },
+        REPLY_POST_FROM => ReplyTo::Post {
+            origin: LocalityId::new(r.u32()?),
+        },
         REPLY_CALLER => ReplyTo::Caller(r.caller()?),
         REPLY_SOURCE => ReplyTo::Caller(Caller {
             locality: source,
             request: r.u64()?,
             part: r.varint()?,
         }),
+        // REPLY_CONTINUE: `tag` lets no other value through.
         _ => {
             let locality = LocalityId::new(r.u32()?);
             let action = ActionId::from_bits(r.u64()?);

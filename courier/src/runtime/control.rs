@@ -55,6 +55,13 @@ impl Locality {
                 self.ledger
                     .take_back(source, usize::try_from(bytes).unwrap_or(usize::MAX));
             }
+            Control::PostsFailed {
+                origin,
+                at,
+                action,
+                count,
+                error,
+            } => self.handle_posts_failed(source, origin, at, action, count, error),
             // Heard already: every frame counts (see `liveness`).
             Control::Heartbeat => {}
             Control::Gather { .. }

@@ -31,7 +31,7 @@ impl HandlerScope {
         HandlerScope(())
     }
 
-    fn active() -> bool {
+    pub(super) fn active() -> bool {
         IN_HANDLER.with(Cell::get) > 0
     }
 }

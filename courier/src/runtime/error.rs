@@ -29,6 +29,17 @@ pub enum Error {
     /// The main function panicked.
     #[error("the main function panicked: {0}")]
     MainPanicked(String),
+    /// A post failed where it ran and
+    /// [`Config::on_post_failure`](crate::Config::on_post_failure) is
+    /// [`OnPostFailure::Fail`](crate::OnPostFailure::Fail): the first such
+    /// failure.
+    #[error("a post of {origin} failed: {message}")]
+    PostFailed {
+        /// The locality that posted.
+        origin: LocalityId,
+        /// Which action, where, and why.
+        message: String,
+    },
     /// The main function of another locality of an SPMD job
     /// ([`launch_spmd`](crate::launch_spmd)) failed.
     #[error("the main function of {locality} failed: {message}")]

@@ -30,10 +30,8 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::locality::Locality;
 use crate::clock::clock;
 use crate::ids::LocalityId;
-use crate::parcel::Control;
 
 /// The longest interval between two heartbeats.
 pub(crate) const MAX_INTERVAL: Duration = Duration::from_secs(1);
@@ -102,6 +100,28 @@ impl Liveness {
         self.settings.enabled
     }
 
+    /// The peer timeout, if peers are declared lost at all.
+    pub(super) fn timeout(&self) -> Option<Duration> {
+        self.settings.timeout
+    }
+
+    /// Whether this process ends itself when orphaned.
+    pub(super) fn exits_when_orphaned(&self) -> bool {
+        self.settings.exit_when_orphaned
+    }
+
+    /// Whether `peer` is due a heartbeat at `now`: nothing went to it for
+    /// an interval.
+    pub(super) fn heartbeat_due(&self, peer: LocalityId, now: u64) -> bool {
+        let sent = self.sent[peer.index()].load(Ordering::Relaxed);
+        elapsed(sent, now) >= self.interval()
+    }
+
+    /// How long nothing came from `peer`, at `now`.
+    pub(super) fn silence(&self, peer: LocalityId, now: u64) -> Duration {
+        elapsed(self.heard[peer.index()].load(Ordering::Relaxed), now)
+    }
+
     /// The heartbeat interval: a fifth of the timeout, at most
     /// [`MAX_INTERVAL`], at least a millisecond.
     pub(crate) fn interval(&self) -> Duration {
@@ -150,57 +170,11 @@ impl Liveness {
     }
 }
 
-/// One round of the detector at `now` (raw clock ticks), after the
-/// transport was driven. Returns why the process must end, if it must;
-/// `orphaned_at` keeps when the root was found lost.
-pub(super) fn check(l: &Locality, now: u64, orphaned_at: &mut Option<u64>) -> Option<String> {
-    let liveness = &l.liveness;
-    if !liveness.settings.enabled {
-        return None;
+/// The time from `then` to `now` (raw clock ticks); zero if another thread
+/// stamped `then` after `now` was read.
+pub(super) fn elapsed(then: u64, now: u64) -> Duration {
+    if then >= now {
+        return Duration::ZERO;
     }
-    let since = |stamp: &AtomicU64| super::monitor::elapsed(stamp.load(Ordering::Relaxed), now);
-    let interval = liveness.interval();
-    let lost: Vec<LocalityId> = l.control.lock().lost.iter().map(|(p, _)| *p).collect();
-    for peer in (0..l.count).map(LocalityId::new) {
-        if peer == l.here || lost.contains(&peer) || l.is_stopping() {
-            continue;
-        }
-        if since(&liveness.sent[peer.index()]) >= interval {
-            l.send_control(peer, &Control::Heartbeat);
-        }
-        let Some(timeout) = liveness.settings.timeout else {
-            continue;
-        };
-        let silence = since(&liveness.heard[peer.index()]);
-        if silence >= timeout {
-            let reason = format!(
-                "it sent nothing for {:.1} s, not even a heartbeat (the peer timeout is \
-                 {:.1} s, --peer-timeout): it is stopped, hung outside Courier, or unreachable",
-                silence.as_secs_f64(),
-                timeout.as_secs_f64(),
-            );
-            l.transport.drop_peer(peer, &reason);
-            crate::transport::Sink::peer_lost(l, peer, reason);
-        }
-    }
-    if !liveness.settings.exit_when_orphaned {
-        return None;
-    }
-    let root_lost = l
-        .control
-        .lock()
-        .lost
-        .iter()
-        .find(|(p, _)| *p == LocalityId::ROOT)
-        .map(|(_, why)| why.clone());
-    let why = root_lost?;
-    let since_orphaned = super::monitor::elapsed(*orphaned_at.get_or_insert(now), now);
-    (since_orphaned >= ORPHAN_GRACE).then(|| {
-        let snapshot = l.sched.snapshot();
-        format!(
-            "exiting: lost the root locality ({why}) and the program did not leave the \
-             job within {ORPHAN_GRACE:?} ({} of its tasks are still running)",
-            snapshot.spawned.saturating_sub(snapshot.finished())
-        )
-    })
+    Duration::from_nanos(clock().delta_as_nanos(then, now))
 }

@@ -17,6 +17,7 @@ use super::Traffic;
 use super::gather::Collectives;
 use super::inbox::Inbox;
 use super::liveness::Liveness;
+use super::post_failures::PostFailures;
 use super::states::States;
 use super::watchdog::Watchdog;
 use crate::aggregate::{Aggregator, Outbox, Reason};
@@ -97,6 +98,8 @@ pub(crate) struct Locality {
     pub(crate) liveness: Liveness,
     /// Reports tasks that run too long.
     pub(crate) watchdog: Watchdog,
+    /// Posts that failed, here and of this locality elsewhere.
+    pub(crate) post_failures: PostFailures,
     /// This locality, for the tasks it spawns to hold.
     pub(super) me: Weak<Locality>,
 }
@@ -209,7 +212,7 @@ impl Locality {
         } else if self.is_stopping() {
             Err(Failure::ShuttingDown)
         } else {
-            Ok(())
+            self.post_failures.check()
         }
     }
 

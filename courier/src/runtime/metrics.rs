@@ -74,6 +74,12 @@ impl<'a> Metrics<'a> {
         }
     }
 
+    /// Posts of this locality that failed where they ran, of the action in
+    /// registry slot `slot` or of all.
+    pub(crate) fn failed_posts(self, slot: Option<usize>) -> u64 {
+        self.locality.post_failures.failed(slot)
+    }
+
     /// Tasks that ran past the watchdog's threshold, ever.
     pub(crate) fn long_running_tasks(self) -> u64 {
         self.locality.watchdog.long_running()

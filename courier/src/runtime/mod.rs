@@ -19,7 +19,8 @@
 //! - `control`: the control protocol (lost peers, shutdown, reports);
 //!   `monitor`: a thread per locality that watches what busy workers
 //!   cannot: its peers (`liveness`: heartbeats, the peer timeout, a
-//!   locality that lost its root ends) and its long tasks (`watchdog`).
+//!   locality that lost its root ends) and its long tasks (`watchdog`);
+//!   `post_failures`: failed posts, reported to the locality that posted.
 //! - `termination`: detecting that the whole job is idle, then stopping it.
 //! - `collective`: barrier, all-gather, all-reduce, quiescence; `gather`:
 //!   each locality's record of them.
@@ -44,6 +45,7 @@ mod liveness;
 mod locality;
 mod metrics;
 mod monitor;
+mod post_failures;
 mod receive;
 mod respond;
 mod segments;
@@ -66,6 +68,7 @@ pub use liveness::DEFAULT_PEER_TIMEOUT;
 pub(crate) use liveness::LivenessSettings;
 pub(crate) use locality::{Locality, report};
 pub(crate) use metrics::Metrics;
+pub use post_failures::OnPostFailure;
 pub(crate) use start::Settings as LocalitySettings;
 pub(crate) use states::StateMaker;
 pub(crate) use termination::{shut_down_peers, wait_for_quiescence};

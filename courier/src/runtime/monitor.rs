@@ -13,10 +13,12 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::credit::HandlerScope;
-use super::liveness;
+use super::liveness::{ORPHAN_GRACE, elapsed};
 use super::locality::{Locality, report};
-use super::watchdog::{self, Reported};
+use super::watchdog::{Reported, describe};
 use crate::clock::clock;
+use crate::ids::LocalityId;
+use crate::parcel::Control;
 
 /// Starts the monitor of `locality`, if it has something to watch.
 pub(crate) fn start(locality: &Arc<Locality>) -> std::io::Result<()> {
@@ -57,9 +59,9 @@ fn watch(weak: &Weak<Locality>) {
             l.transport.poll(&*l);
         }
         let now = clock().raw();
-        watchdog::check(&l, now, &mut reported);
+        check_tasks(&l, now, &mut reported);
         if l.count > 1 {
-            if let Some(why) = liveness::check(&l, now, &mut orphaned_at) {
+            if let Some(why) = check_peers(&l, now, &mut orphaned_at) {
                 report!(error, l.here, "{why}");
                 std::process::exit(1);
             }
@@ -69,11 +71,82 @@ fn watch(weak: &Weak<Locality>) {
     }
 }
 
-/// The time from `then` to `now` (raw clock ticks); zero if another thread
-/// stamped `then` after `now` was read.
-pub(super) fn elapsed(then: u64, now: u64) -> Duration {
-    if then >= now {
-        return Duration::ZERO;
+/// One round of the failure detector (`liveness.rs`) at `now` (raw clock ticks), after the
+/// transport was driven. Returns why the process must end, if it must;
+/// `orphaned_at` keeps when the root was found lost.
+fn check_peers(l: &Locality, now: u64, orphaned_at: &mut Option<u64>) -> Option<String> {
+    let liveness = &l.liveness;
+    if !liveness.enabled() {
+        return None;
     }
-    Duration::from_nanos(clock().delta_as_nanos(then, now))
+    let lost: Vec<LocalityId> = l.control.lock().lost.iter().map(|(p, _)| *p).collect();
+    for peer in (0..l.count).map(LocalityId::new) {
+        if peer == l.here || lost.contains(&peer) || l.is_stopping() {
+            continue;
+        }
+        if liveness.heartbeat_due(peer, now) {
+            l.send_control(peer, &Control::Heartbeat);
+        }
+        let Some(timeout) = liveness.timeout() else {
+            continue;
+        };
+        let silence = liveness.silence(peer, now);
+        if silence >= timeout {
+            let reason = format!(
+                "it sent nothing for {:.1} s, not even a heartbeat (the peer timeout is \
+                 {:.1} s, --peer-timeout): it is stopped, hung outside Courier, or unreachable",
+                silence.as_secs_f64(),
+                timeout.as_secs_f64(),
+            );
+            l.transport.drop_peer(peer, &reason);
+            crate::transport::Sink::peer_lost(l, peer, reason);
+        }
+    }
+    if !liveness.exits_when_orphaned() {
+        return None;
+    }
+    let root_lost = l
+        .control
+        .lock()
+        .lost
+        .iter()
+        .find(|(p, _)| *p == LocalityId::ROOT)
+        .map(|(_, why)| why.clone());
+    let why = root_lost?;
+    let since_orphaned = elapsed(*orphaned_at.get_or_insert(now), now);
+    (since_orphaned >= ORPHAN_GRACE).then(|| {
+        let snapshot = l.sched.snapshot();
+        format!(
+            "exiting: lost the root locality ({why}) and the program did not leave the \
+             job within {ORPHAN_GRACE:?} ({} of its tasks are still running)",
+            snapshot.spawned.saturating_sub(snapshot.finished())
+        )
+    })
+}
+
+/// One round of the watchdog (`watchdog.rs`) of `l` at `now` (raw clock ticks).
+fn check_tasks(l: &Locality, now: u64, reported: &mut Reported) {
+    let Some(threshold) = l.watchdog.threshold() else {
+        return;
+    };
+    for (worker, since, label) in l.sched.running_polls() {
+        if reported.0.len() <= worker {
+            reported.0.resize(worker + 1, 0);
+        }
+        let running = elapsed(since, now);
+        if running < threshold || reported.0[worker] == since {
+            continue;
+        }
+        reported.0[worker] = since;
+        l.watchdog.count_long_running();
+        report!(
+            warn,
+            l.here,
+            "worker {worker} has been running one task for {:.1} s (the watchdog \
+             threshold is {:.1} s): {}",
+            running.as_secs_f64(),
+            threshold.as_secs_f64(),
+            describe(label)
+        );
+    }
 }

@@ -23,6 +23,7 @@ use crate::parcel::{
     DecodeError, FRAME_HEADROOM, FrameBody, ParcelReader, RemoteError, Response, RunKind,
     decode_call, decode_frame,
 };
+use crate::sched::label_poll;
 use crate::transport::{ProtocolError, Sink};
 
 impl Sink for Locality {
@@ -208,10 +209,11 @@ impl Locality {
         };
         {
             let _handler = HandlerScope::enter();
-            let outer = self.sched.label_poll(action_label(action));
+            let outer = label_poll(&self.sched, action_label(action));
             self.run_calls(source, &body, action, count);
-            self.sched.label_poll(outer);
+            label_poll(&self.sched, outer);
         }
+        self.report_post_failures();
         drop(body);
         self.finish_credit(source, credit);
         drop(work);

@@ -1,21 +1,23 @@
 //! The end of a call's way: its output, or why it failed, goes back to
 //! the caller (or on to a continuation), through the responder's
-//! coalescing buffer of the action. What the `action` room's executor
-//! calls, through [`CallSite`].
+//! coalescing buffer of the action; why a post failed goes back to the
+//! locality that posted it (see `post_failures.rs`). What the `action`
+//! room's executor calls, through [`CallSite`].
 
 use std::future::Future;
 use std::pin::Pin;
 
+use super::credit::HandlerScope;
 use super::locality::{Locality, report};
 use crate::action::{CallSite, EncodeOutput, registry};
-use crate::ids::LocalityId;
-use crate::parcel::{Failure, RemoteError, ReplyTo, RunKind};
+use crate::ids::{ActionId, LocalityId};
+use crate::parcel::{Control, Failure, RemoteError, ReplyTo, RunKind};
 
 impl CallSite for Locality {
     fn send_output(&self, slot: usize, reply: ReplyTo, encode: &mut EncodeOutput<'_>) {
         let entries = registry().entries();
         let sent = match reply {
-            ReplyTo::Nobody => Ok(()),
+            ReplyTo::Post { .. } => Ok(()),
             // A locality index from the wire: a peer may name any.
             ReplyTo::Caller(caller) if !self.exists(caller.locality) => {
                 return self.report_bad_reply(entries[slot].name(), caller.locality);
@@ -62,7 +64,10 @@ impl CallSite for Locality {
                 caller: Some(caller),
                 ..
             } => caller,
-            ReplyTo::Nobody | ReplyTo::Continue { caller: None, .. } => {
+            ReplyTo::Post { origin } => {
+                return self.post_failed(origin, action, describe(&error));
+            }
+            ReplyTo::Continue { caller: None, .. } => {
                 return self.report_failure(action, &error);
             }
         };
@@ -78,12 +83,31 @@ impl CallSite for Locality {
         drop(sent);
     }
 
+    fn here(&self) -> LocalityId {
+        self.here
+    }
+
     fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send>>) {
         let work = self.start_work();
         drop(self.sched.spawn(async move {
             let _work = work;
             future.await;
         }));
+    }
+}
+
+/// A failure in words, for a log line or a report to the poster.
+fn describe(error: &RemoteError) -> String {
+    match error {
+        RemoteError::Panicked(message) => format!("it panicked: {message}"),
+        RemoteError::UnknownAction { id } => {
+            format!("the locality has no action with id {id:#018x} (is it the same binary?)")
+        }
+        RemoteError::BadArguments(e) => format!("its arguments did not decode: {e}"),
+        RemoteError::BadOutput(e) => format!("its result did not encode: {e}"),
+        RemoteError::Forward { locality, reason } => {
+            format!("it could not be forwarded to locality#{locality}: {reason}")
+        }
     }
 }
 
@@ -104,5 +128,104 @@ impl Locality {
             self.here,
             "a posted call of `{action}` failed: {error:?}"
         );
+    }
+}
+
+impl Locality {
+    /// A post of `action` from `origin` failed here with `message`.
+    pub(crate) fn post_failed(&self, origin: LocalityId, action: &str, message: String) {
+        let id = ActionId::of_name(action).to_bits();
+        self.post_failures.gather(origin, id, message);
+        if !HandlerScope::active() {
+            self.report_post_failures();
+        }
+    }
+
+    /// Sends every gathered failure to the locality that posted it: at the
+    /// end of a run of calls, or at once outside one.
+    pub(crate) fn report_post_failures(&self) {
+        let gathered = self.post_failures.take_unreported();
+        let fail = self.post_failures.fails_the_job();
+        for ((origin, action), (count, error)) in gathered {
+            if !self.exists(origin) {
+                continue;
+            }
+            let failed = Control::PostsFailed {
+                origin: origin.get(),
+                at: self.here.get(),
+                action,
+                count,
+                error: error.clone(),
+            };
+            // To the origin; under `Fail`, to the root as well, which
+            // decides the job's result (sent before this run counts as
+            // finished, so the root knows before the job can look idle).
+            for to in [
+                Some(origin),
+                (fail && origin != LocalityId::ROOT).then_some(LocalityId::ROOT),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if to == self.here {
+                    self.posts_failed(self.here, origin, action, count, error.clone());
+                } else {
+                    self.send_control(to, &failed);
+                }
+            }
+        }
+    }
+
+    /// A [`Control::PostsFailed`] from `source`: accepted from the locality
+    /// the posts failed on, by their origin and by the root. Anything else
+    /// is dropped.
+    pub(crate) fn handle_posts_failed(
+        &self,
+        source: LocalityId,
+        origin: u32,
+        at: u32,
+        action: u64,
+        count: u64,
+        error: String,
+    ) {
+        let (origin, at) = (LocalityId::new(origin), LocalityId::new(at));
+        let mine = origin == self.here || self.here == LocalityId::ROOT;
+        if at == source && mine && self.exists(origin) {
+            self.posts_failed(at, origin, action, count, error);
+        } else {
+            report!(
+                warn,
+                self.here,
+                "ignored a report of failed posts from {source} that was not its to make"
+            );
+        }
+    }
+
+    /// `count` posts of `action` from `origin` failed on `at` with `error`.
+    fn posts_failed(
+        &self,
+        at: LocalityId,
+        origin: LocalityId,
+        action: u64,
+        count: u64,
+        error: String,
+    ) {
+        let failures = &self.post_failures;
+        let entry = registry().lookup(ActionId::from_bits(action));
+        let name = entry.map_or("an unknown action", |(_, e)| e.name());
+        if origin == self.here {
+            let total = failures.count(entry.map(|(slot, _)| slot), count);
+            // The first failure, then each time the count doubles.
+            if (total - count).checked_ilog2() != total.checked_ilog2() {
+                report!(
+                    warn,
+                    self.here,
+                    "{count} post(s) of `{name}` failed on {at} ({total} so far): {error}"
+                );
+            }
+        }
+        if failures.fails_the_job() {
+            failures.trip(origin, format!("`{name}` on {at}: {error}"));
+        }
     }
 }

@@ -88,7 +88,7 @@ impl Runtime {
         let slot = slot_of::<A>();
         let hop = slot.map_or(dest, |slot| l.aggregator.first_hop(slot, dest));
         l.before_send(hop);
-        send_call::<A>(l, slot, dest, hop, ReplyTo::Nobody, &args).map_err(error)
+        send_call::<A>(l, slot, dest, hop, ReplyTo::Post { origin: l.here }, &args).map_err(error)
     }
 
     /// Calls `action(args)` on `dest` and passes its result, as the only

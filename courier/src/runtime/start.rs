@@ -14,6 +14,7 @@ use super::inbox::Inbox;
 use super::liveness::{Liveness, LivenessSettings};
 use super::locality::{ControlState, Locality, ParcelWork};
 use super::monitor;
+use super::post_failures::{OnPostFailure, PostFailures};
 use super::states::{StateMaker, States};
 use super::traffic::Traffic;
 use super::watchdog::Watchdog;
@@ -75,6 +76,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) liveness: LivenessSettings,
     /// Polls longer than this are reported (`None`: none).
     pub(crate) watchdog: Option<Duration>,
+    /// What a failed post does.
+    pub(crate) on_post_failure: OnPostFailure,
 }
 
 impl Locality {
@@ -94,6 +97,7 @@ impl Locality {
             states,
             liveness,
             watchdog,
+            on_post_failure,
         } = settings;
         let sched = Scheduler::new(workers);
         let aggregator = Arc::new(Aggregator::new(
@@ -126,6 +130,7 @@ impl Locality {
             segment_stats: Arc::default(),
             liveness: Liveness::new(count, liveness),
             watchdog: Watchdog::new(watchdog),
+            post_failures: PostFailures::new(on_post_failure),
             me: me.clone(),
         });
         sched.set_background(Arc::new(Progress(Arc::downgrade(&locality))));

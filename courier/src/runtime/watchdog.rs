@@ -5,15 +5,14 @@
 //! a job that waits in silence.
 //!
 //! Workers publish when their current poll began and what it was
-//! labelled with (`sched`: [`Scheduler::label_poll`](crate::sched::Scheduler::label_poll));
+//! labelled with (`sched`: [`label_poll`](crate::sched::label_poll));
 //! the locality's monitor thread (`monitor.rs`) reads them every round
-//! and reports each long poll once.
+//! and reports each long poll once; this file keeps the threshold, the
+//! count, and the words for what a poll runs.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::locality::{Locality, report};
-use super::monitor::elapsed;
 use crate::action::registry;
 use crate::ids::ActionId;
 
@@ -38,7 +37,7 @@ pub(crate) struct Watchdog {
 /// What the monitor thread remembers between two rounds: the poll of each
 /// worker already reported (by its start).
 #[derive(Debug, Default)]
-pub(super) struct Reported(Vec<u64>);
+pub(super) struct Reported(pub(super) Vec<u64>);
 
 impl Watchdog {
     /// A watchdog reporting polls longer than `threshold` (`None`: none).
@@ -56,41 +55,24 @@ impl Watchdog {
             .map(|t| (t / 5).clamp(Duration::from_millis(1), Duration::from_secs(1)))
     }
 
+    /// The threshold, if it watches.
+    pub(super) fn threshold(&self) -> Option<Duration> {
+        self.threshold
+    }
+
+    /// Counts a poll that ran past the threshold.
+    pub(super) fn count_long_running(&self) {
+        self.long_running.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Polls that ran past the threshold so far (`/threads/count/long-running`).
     pub(crate) fn long_running(&self) -> u64 {
         self.long_running.load(Ordering::Relaxed)
     }
 }
 
-/// One round of the watchdog of `l` at `now` (raw clock ticks).
-pub(super) fn check(l: &Locality, now: u64, reported: &mut Reported) {
-    let Some(threshold) = l.watchdog.threshold else {
-        return;
-    };
-    for (worker, since, label) in l.sched.running_polls() {
-        if reported.0.len() <= worker {
-            reported.0.resize(worker + 1, 0);
-        }
-        let running = elapsed(since, now);
-        if running < threshold || reported.0[worker] == since {
-            continue;
-        }
-        reported.0[worker] = since;
-        l.watchdog.long_running.fetch_add(1, Ordering::Relaxed);
-        report!(
-            warn,
-            l.here,
-            "worker {worker} has been running one task for {:.1} s (the watchdog \
-             threshold is {:.1} s): {}",
-            running.as_secs_f64(),
-            threshold.as_secs_f64(),
-            describe(label)
-        );
-    }
-}
-
 /// What a poll labelled `label` runs.
-fn describe(label: u64) -> String {
+pub(super) fn describe(label: u64) -> String {
     if label == 0 {
         return "a task of the program (its main function, a spawned task or an async \
                 action's continuation)"

@@ -112,17 +112,6 @@ impl Scheduler {
         }
     }
 
-    /// Labels the task the calling worker is polling with `label` (what it
-    /// runs, for the watchdog; 0 clears it) and returns its previous label.
-    /// Does nothing (and returns 0) on a thread that is not a worker.
-    #[inline]
-    pub(crate) fn label_poll(&self, label: u64) -> u64 {
-        match super::worker::current_index(self) {
-            Some(index) => self.published[index].label_poll(label),
-            None => 0,
-        }
-    }
-
     /// The polls running now: (worker, raw clock ticks when it began, label).
     pub(crate) fn running_polls(&self) -> impl Iterator<Item = (usize, u64, u64)> + '_ {
         self.published

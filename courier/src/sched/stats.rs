@@ -54,7 +54,7 @@ pub(crate) struct PublishedStats {
     /// what the watchdog reads. Written only by the worker.
     running_since: AtomicU64,
     /// What the poll running now does, as its code labelled it (0: not
-    /// labelled; see [`Scheduler::label_poll`](super::Scheduler::label_poll)).
+    /// labelled; see [`label_poll`](super::label_poll)).
     running_label: AtomicU64,
 }
 

@@ -48,6 +48,18 @@ pub(super) fn push_local(scheduler: &Scheduler, runnable: Runnable) -> Option<Ru
         .unwrap_or_else(|_| unreachable!("push_local during thread teardown"))
 }
 
+/// Labels the task the calling worker of `scheduler` is polling with
+/// `label` (what it runs, for the watchdog; 0 clears it) and returns its
+/// previous label. Does nothing (and returns 0) on a thread that is not
+/// one of its workers.
+#[inline]
+pub(crate) fn label_poll(scheduler: &Scheduler, label: u64) -> u64 {
+    match current_index(scheduler) {
+        Some(index) => scheduler.published[index].label_poll(label),
+        None => 0,
+    }
+}
+
 /// The index of the calling thread among `scheduler`'s workers, if it is one.
 #[inline]
 pub(super) fn current_index(scheduler: &Scheduler) -> Option<usize> {
