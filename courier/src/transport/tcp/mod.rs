@@ -109,22 +109,28 @@ impl Incoming {
     }
 
     /// The next complete frame, if one has been read; else makes room for
-    /// the whole of the frame begun, so that it arrives in one piece. A
-    /// frame above `max_bytes` is an error: its length.
+    /// more of the frame begun, so that it ends up in one piece. The room
+    /// grows with what has arrived, never with what the length prefix
+    /// announces alone: at most as much as the buffer holds (at least a
+    /// [`READ_CHUNK`]) and no more than the rest of the frame, so the
+    /// buffer doubles as the frame comes in and a peer that announces
+    /// 1 GiB and sends 4 bytes costs a chunk, not a gigabyte. A frame
+    /// above `max_bytes` is an error: its length.
     fn next_frame(&mut self, max_bytes: usize) -> Result<Option<Bytes>, usize> {
         let available = &self.buf[..self.end];
-        let Some(prefix) = available.get(..PREFIX) else {
+        let Some(&[a, b, c, d]) = available.get(..PREFIX) else {
             return Ok(None);
         };
-        let len = u32::from_le_bytes(prefix.try_into().expect("4 bytes")) as usize;
+        let len = u32::from_le_bytes([a, b, c, d]) as usize;
         if len > max_bytes {
             return Err(len);
         }
-        if available.len() < PREFIX + len {
-            self.make_room(PREFIX + len - available.len());
+        let (have, total) = (available.len(), PREFIX + len);
+        if have < total {
+            self.make_room((total - have).min(have.max(READ_CHUNK)));
             return Ok(None);
         }
-        Ok(Some(self.take_frame(PREFIX + len)))
+        Ok(Some(self.take_frame(total)))
     }
 
     /// Takes the first `total` bytes (a length prefix and its frame) off
@@ -646,10 +652,20 @@ mod tests {
 
     /// Connects a mesh of `n` localities in threads, as start-up does.
     fn mesh(n: u32, fingerprints: impl Fn(u32) -> u64) -> Vec<Result<Tcp, ConnectError>> {
-        let secret = Secret::random().unwrap();
         let listeners: Vec<TcpListener> = (0..n)
             .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
             .collect();
+        mesh_on(listeners, fingerprints, 1 << 20)
+    }
+
+    /// Connects a mesh of localities on `listeners` in threads, with a
+    /// frame limit of `max_frame_bytes`.
+    fn mesh_on(
+        listeners: Vec<TcpListener>,
+        fingerprints: impl Fn(u32) -> u64,
+        max_frame_bytes: usize,
+    ) -> Vec<Result<Tcp, ConnectError>> {
+        let secret = Secret::random().unwrap();
         let table: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
         let threads: Vec<_> = listeners
             .into_iter()
@@ -664,7 +680,7 @@ mod tests {
                         listener,
                         &secret,
                         fingerprint,
-                        1 << 20,
+                        max_frame_bytes,
                     )
                 })
             })
@@ -780,5 +796,108 @@ mod tests {
         let tcp = Tcp::connect(LocalityId::new(0), &table, listener, &secret, 5, 1 << 20);
         assert!(tcp.is_ok(), "{:?}", tcp.err());
         assert!(stranger.join().unwrap().is_ok());
+    }
+
+    /// A 1 GiB length prefix followed by a few bytes.
+    fn huge_prefix() -> Vec<u8> {
+        let mut bytes = (1u32 << 30).to_le_bytes().to_vec();
+        bytes.extend_from_slice(&[7; 16]);
+        bytes
+    }
+
+    #[test]
+    fn a_length_prefix_alone_does_not_grow_the_read_buffer() {
+        let mut incoming = Incoming::default();
+        incoming.make_room(READ_MIN);
+        let start = huge_prefix();
+        incoming.buf[..start.len()].copy_from_slice(&start);
+        incoming.end = start.len();
+        assert_eq!(incoming.next_frame(u32::MAX as usize), Ok(None));
+        let capacity = incoming.buf.capacity();
+        assert!(
+            capacity <= 4 * READ_CHUNK,
+            "a 1 GiB prefix and 16 bytes took a buffer of {capacity} bytes"
+        );
+        // It grows with what arrives: 1 MiB of the frame, 16 KiB at a time.
+        while incoming.end < 1 << 20 {
+            incoming.make_room(READ_MIN);
+            let room = &mut incoming.buf[incoming.end..];
+            let n = room.len().min(16 << 10);
+            room[..n].fill(1);
+            incoming.end += n;
+            assert_eq!(incoming.next_frame(u32::MAX as usize), Ok(None));
+            let capacity = incoming.buf.capacity();
+            assert!(
+                capacity <= 4 * incoming.end.max(READ_CHUNK),
+                "{} bytes arrived, the buffer holds {capacity}",
+                incoming.end
+            );
+        }
+    }
+
+    /// What a transport under test delivered and reported.
+    #[derive(Default)]
+    struct Recorder {
+        frames: Mutex<Vec<Bytes>>,
+        lost: Mutex<Vec<(LocalityId, String)>>,
+    }
+
+    impl Sink for Recorder {
+        fn frame(&self, _source: LocalityId, frame: Bytes) -> Result<(), ProtocolError> {
+            self.frames.lock().push(frame);
+            Ok(())
+        }
+
+        fn peer_lost(&self, peer: LocalityId, reason: String) {
+            self.lost.lock().push((peer, reason));
+        }
+    }
+
+    /// Locality 1 of a connected pair writes `bytes` raw to locality 0,
+    /// which then reads for `time`.
+    fn raw_to_zero(max_frame_bytes: usize, bytes: &[u8], time: Duration) -> (Tcp, Recorder) {
+        let listeners = (0..2)
+            .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let mut pair = mesh_on(listeners, |_| 5, max_frame_bytes).into_iter();
+        let (zero, one) = (pair.next().unwrap().unwrap(), pair.next().unwrap().unwrap());
+        let stream = &one.peer(LocalityId::new(0)).stream;
+        (&*stream).write_all(bytes).unwrap();
+        let sink = Recorder::default();
+        let end = Instant::now() + time;
+        while Instant::now() < end {
+            let _ = zero.block(&sink, Duration::from_millis(10));
+        }
+        drop(one);
+        (zero, sink)
+    }
+
+    #[test]
+    fn a_peer_announcing_a_huge_frame_costs_only_what_it_sent() {
+        let (zero, sink) = raw_to_zero(
+            u32::MAX as usize,
+            &huge_prefix(),
+            Duration::from_millis(200),
+        );
+        assert!(sink.lost.lock().is_empty() && sink.frames.lock().is_empty());
+        let capacity = zero.driver.lock().incoming[1].buf.capacity();
+        assert!(
+            capacity <= 4 * READ_CHUNK,
+            "a 1 GiB prefix and 16 bytes took a buffer of {capacity} bytes"
+        );
+    }
+
+    #[test]
+    fn a_frame_above_the_limit_drops_its_sender_with_the_reason() {
+        let (_zero, sink) = raw_to_zero(1 << 20, &huge_prefix(), Duration::from_millis(200));
+        let lost = sink.lost.lock();
+        let [(peer, reason)] = &lost[..] else {
+            panic!("not one loss: {lost:?}");
+        };
+        assert_eq!(*peer, LocalityId::new(1));
+        assert!(
+            reason.contains("1073741824 bytes") && reason.contains("max_frame_bytes"),
+            "{reason}"
+        );
     }
 }
