@@ -78,7 +78,8 @@ pub(crate) enum ProtocolError {
     },
     /// The frame is longer than this locality accepts.
     #[error(
-        "{from} sent a frame of {} bytes, above the limit of {} bytes (max_frame_bytes)",
+        "{from} sent a frame of {} bytes, above the limit of {} bytes (max_frame_bytes, which \
+         must be the same on every locality)",
         error.len,
         error.limit
     )]
