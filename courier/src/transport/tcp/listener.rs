@@ -151,6 +151,11 @@ impl Handshakes {
         self.rejected
     }
 
+    /// Whether no connection is pending.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
     /// The earliest deadline of a pending connection.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         if self.live == 0 {
@@ -167,11 +172,13 @@ impl Handshakes {
         self.log.note(Instant::now(), from, why);
     }
 
-    /// Takes in a connection just accepted, non-blocking, and reads what
-    /// it already sent. Registered with `registry` under token `base + slot`
-    /// if given. Returns its slot, or `None` if it was turned away (the
-    /// set was full) or greeted already (then the next [`read`](Self::read)
-    /// of that slot, or [`read_all`](Self::read_all), returns it).
+    /// Takes in a connection just accepted, non-blocking, with
+    /// [`HANDSHAKE_TIMEOUT`] (or the set's timeout) from now to greet;
+    /// registers it with `registry` under token `base + slot` if given.
+    /// Returns its slot, or `None` if it was turned away (the set was
+    /// full, or the registry refused it). Nothing is read yet: what it
+    /// already sent waits for [`read`](Self::read) or
+    /// [`read_all`](Self::read_all).
     pub(crate) fn admit(
         &mut self,
         mut stream: TcpStream,

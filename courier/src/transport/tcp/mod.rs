@@ -386,11 +386,13 @@ impl Tcp {
                 }
             }
         }
-        handshakes.expire(Instant::now());
-        self.rejected.store(
-            self.rejected_at_start + handshakes.rejected(),
-            Ordering::Relaxed,
-        );
+        if !handshakes.is_empty() {
+            handshakes.expire(Instant::now());
+        }
+        let rejected = self.rejected_at_start + handshakes.rejected();
+        if self.rejected.load(Ordering::Relaxed) != rejected {
+            self.rejected.store(rejected, Ordering::Relaxed);
+        }
         // A write may have failed in a sender, outside the driver.
         for (rank, peer) in self.peers.iter().enumerate() {
             if let Some(peer) = peer {
