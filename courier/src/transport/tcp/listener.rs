@@ -93,6 +93,8 @@ struct RejectLog {
 }
 
 impl RejectLog {
+    /// Logs that the connection from `from` was turned away for `why`,
+    /// unless a line was written less than [`LOG_INTERVAL`] ago.
     fn note(&mut self, now: Instant, from: SocketAddr, why: &str) {
         if self
             .last
@@ -275,6 +277,7 @@ impl Handshakes {
         }
     }
 
+    /// Empties `slot`, returning what it held.
     fn take(&mut self, slot: usize) -> Option<Pending> {
         let pending = self.slots.get_mut(slot)?.take()?;
         self.live -= 1;

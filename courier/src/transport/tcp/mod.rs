@@ -87,6 +87,10 @@ const COPY_UP_TO: usize = 64 * 1024;
 /// Bytes of the `u32` length prefix.
 const PREFIX: usize = 4;
 
+/// How long start-up's accepting loop sleeps when nothing happened (no
+/// connection, no byte of a hello). A guess, tune me.
+const STARTUP_POLL: Duration = Duration::from_millis(1);
+
 /// What is queued for one peer.
 #[derive(Default)]
 struct Outgoing {
@@ -779,7 +783,7 @@ fn accept_from(
         }
         handshakes.expire(Instant::now());
         if idle {
-            std::thread::sleep(Duration::from_millis(1));
+            std::thread::sleep(STARTUP_POLL);
         }
     }
 }
