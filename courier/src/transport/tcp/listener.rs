@@ -113,6 +113,16 @@ impl RejectLog {
         }
         self.last = Some(now);
     }
+
+    /// Logs how many rejections were not logged, if any: when the
+    /// listener stops turning connections away.
+    fn flush(&mut self) {
+        let n = std::mem::take(&mut self.suppressed);
+        if n > 0 {
+            let who = &self.who;
+            tracing::warn!("{who}: rejected {n} more connections, not logged");
+        }
+    }
 }
 
 /// The connections of one listener that have not greeted yet (see the
@@ -268,13 +278,15 @@ impl Handshakes {
         }
     }
 
-    /// Turns away every pending connection, saying `why`.
+    /// Turns away every pending connection, saying `why`, and logs how
+    /// many rejections were not logged: the listener's last word.
     pub(crate) fn reject_all(&mut self, why: &str) {
         for slot in 0..self.slots.len() {
             if let Some(pending) = self.take(slot) {
                 self.reject(pending.stream, pending.from, why);
             }
         }
+        self.log.flush();
     }
 
     /// Empties `slot`, returning what it held.
