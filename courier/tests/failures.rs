@@ -216,12 +216,31 @@ fn oversized_calls_and_results_are_errors() {
             err.is_codec() && err.to_string().contains("max_frame_bytes"),
             "{err}"
         );
+        for how in ["--max-frame-bytes", "COURIER_MAX_FRAME_BYTES"] {
+            assert!(err.to_string().contains(how), "{err}");
+        }
         let err = rt.call(rt.locality(1), make, (100_000,)).await.unwrap_err();
         assert!(
             err.is_codec() && err.to_string().contains("max_frame_bytes"),
             "{err}"
         );
         assert_eq!(rt.call(rt.locality(1), make, (1000,)).await?.len(), 1000);
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_call_above_the_default_frame_limit_fails_naming_the_setting() {
+    courier::launch(common::inproc(2), |rt| async move {
+        let big = vec![0; courier::DEFAULT_MAX_FRAME_BYTES];
+        let err = rt.call(rt.locality(1), echo, (big,)).await.unwrap_err();
+        assert!(err.is_too_large(), "{err}");
+        assert!(
+            err.to_string().contains("max_frame_bytes")
+                && err.to_string().contains("--max-frame-bytes"),
+            "{err}"
+        );
         Ok(())
     })
     .unwrap();

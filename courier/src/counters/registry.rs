@@ -724,6 +724,12 @@ pub(crate) static TYPES: &[CounterType] = &[
         "frames of parcels sent (one network message each)",
         |s| Raw::Count(s.sent.messages)
     ),
+    locality_counter!(
+        "/network/count/rejected",
+        "",
+        "connections turned away: strangers, handshakes too slow or over the cap, late connections",
+        |s| Raw::Count(s.metrics.rejected_connections())
+    ),
     CounterType {
         name: "/parcels/count/failed",
         unit: "",

@@ -97,6 +97,10 @@ pub struct RuntimeArgs {
     /// [default: log, or COURIER_ON_POST_FAILURE].
     #[arg(long, value_enum)]
     pub on_post_failure: Option<crate::runtime::OnPostFailure>,
+    /// Largest frame a locality accepts; a larger call or result fails
+    /// [default: 64 MiB, or COURIER_MAX_FRAME_BYTES].
+    #[arg(long, value_name = "BYTES")]
+    pub max_frame_bytes: Option<usize>,
     /// List every counter type with its unit and help, then exit.
     #[arg(long)]
     pub list_counters: bool,
@@ -158,6 +162,9 @@ impl RuntimeArgs {
         if let Some(policy) = self.on_post_failure {
             config = config.on_post_failure(policy);
         }
+        if let Some(b) = self.max_frame_bytes {
+            config = config.max_frame_bytes(b);
+        }
         if let Some(c) = self.coalescing {
             config = config.coalescing(c);
         }
@@ -179,5 +186,32 @@ impl RuntimeArgs {
             config = config.counters_http(addr);
         }
         config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        runtime: RuntimeArgs,
+    }
+
+    #[test]
+    fn the_max_frame_flag_sets_the_limit() {
+        let config = Cli::parse_from(["prog", "--max-frame-bytes", "2048"])
+            .runtime
+            .config(1);
+        assert_eq!(config.max_frame_bytes, 2048);
+        let config = Cli::parse_from(["prog"]).runtime.config(1);
+        if std::env::var_os("COURIER_MAX_FRAME_BYTES").is_none() {
+            assert_eq!(
+                config.max_frame_bytes,
+                super::super::DEFAULT_MAX_FRAME_BYTES
+            );
+        }
     }
 }

@@ -6,7 +6,21 @@
 //! `courier run` launcher. Every other locality connects, presents the
 //! secret and its data address, and receives the table of all addresses
 //! once everyone has registered. Messages are postcard-encoded and prefixed
-//! with their `u32` length; the sockets are blocking, with timeouts.
+//! with their `u32` length.
+//!
+//! The server never waits for one connection: it accepts every connection
+//! at once into a set of pending handshakes (the TCP transport's
+//! `Handshakes`, the same as a data port's), non-blocking, and reads each
+//! registration as its bytes arrive, polling every 2 ms. A connection has
+//! [`HANDSHAKE_TIMEOUT`] (2 s) to register whole and is closed after; at
+//! most [`MAX_PENDING`] (64) strangers wait at once beyond the localities
+//! still expected, and a connection over that cap is closed at once. So
+//! silent or slow connections neither delay nor abort the start-up; they
+//! are logged at most once a second. A stranger (wrong secret, no
+//! registration) is closed without an answer; a member that cannot join
+//! (another job size, a rank out of range or taken) is told why, and the
+//! start-up fails. The registered connections then wait, blocking, for the
+//! table, as do the clients.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -16,7 +30,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::LocalityId;
 use crate::runtime::Error;
-use crate::transport::tcp::{STARTUP_TIMEOUT, Secret};
+use crate::transport::tcp::{
+    Greeted, HANDSHAKE_TIMEOUT, Handshakes, MAX_PENDING, STARTUP_TIMEOUT, Secret,
+};
 
 #[derive(Debug, Serialize, Deserialize)]
 enum Message {
@@ -45,6 +61,26 @@ fn write_message(stream: &mut TcpStream, message: &Message) -> std::io::Result<(
 
 /// Largest rendezvous message accepted: an address table of many localities.
 const MAX_MESSAGE: usize = 16 << 20;
+
+/// Largest registration the server reads: a `Register` takes under 64
+/// bytes (a secret, three numbers and an address).
+const MAX_REGISTRATION: usize = 1024;
+
+/// How long the server sleeps when nothing happened (no connection, no
+/// byte of a registration). A guess, tune me.
+const IDLE_POLL: Duration = Duration::from_millis(2);
+
+/// The framing of a registration: a `u32` length, then that many bytes.
+fn registration_framing(bytes: &[u8]) -> Result<usize, String> {
+    let Some(&[a, b, c, d]) = bytes.get(..4) else {
+        return Ok(4);
+    };
+    let len = u32::from_le_bytes([a, b, c, d]) as usize;
+    if len > MAX_REGISTRATION {
+        return Err(format!("a registration of {len} bytes"));
+    }
+    Ok(4 + len)
+}
 
 fn read_message(stream: &mut TcpStream) -> std::io::Result<Message> {
     let mut len = [0u8; 4];
@@ -84,6 +120,13 @@ pub(crate) fn serve(
         addrs[0] = Some(own);
     }
     let deadline = Instant::now() + STARTUP_TIMEOUT;
+    let expected = addrs.iter().filter(|a| a.is_none()).count();
+    let mut handshakes = Handshakes::new(
+        "rendezvous".into(),
+        MAX_PENDING + expected,
+        HANDSHAKE_TIMEOUT,
+        registration_framing,
+    );
     while addrs.iter().any(Option::is_none) {
         watch().map_err(Error::Startup)?;
         if Instant::now() > deadline {
@@ -96,58 +139,36 @@ pub(crate) fn serve(
                 missing.join(", ")
             )));
         }
-        let (mut stream, from) = match listener.accept() {
-            Ok(accepted) => accepted,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(2));
-                continue;
+        let mut idle = true;
+        loop {
+            match listener.accept() {
+                Ok((stream, from)) => {
+                    idle = false;
+                    stream
+                        .set_nonblocking(true)
+                        .map_err(|e| io("set_nonblocking", e))?;
+                    handshakes.admit(mio::net::TcpStream::from_std(stream), from, None);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io("accept", e)),
             }
-            Err(e) => return Err(io("accept", e)),
-        };
-        let registered = stream
-            .set_nonblocking(false)
-            .and_then(|()| stream.set_read_timeout(Some(Duration::from_secs(10))))
-            .and_then(|()| read_message(&mut stream));
-        let Ok(Message::Register {
-            secret: theirs,
-            rank,
-            count: their_count,
-            data_addr,
-            pid,
-        }) = registered
-        else {
-            tracing::warn!("rendezvous: ignored a connection from {from} that did not register");
-            continue;
-        };
-        if !secret.matches(theirs.as_bytes()) {
-            tracing::warn!("rendezvous: rejected a connection from {from}: wrong job secret");
-            continue;
         }
-        let refusal = if their_count != count {
-            Some(format!("the job has {count} localities, not {their_count}"))
-        } else if rank >= count {
-            Some(format!(
-                "rank {rank} is out of range (the job has {count} localities)"
-            ))
-        } else if addrs[rank as usize].is_some() {
-            Some(format!("rank {rank} registered twice"))
-        } else {
-            None
-        };
-        if let Some(reason) = refusal {
-            let _ = write_message(
-                &mut stream,
-                &Message::Refused {
-                    reason: reason.clone(),
-                },
-            );
-            return Err(Error::startup(format!(
-                "process {pid} at {from} could not join: {reason}"
-            )));
+        for greeted in handshakes.read_all() {
+            idle = false;
+            if let Some((rank, data_addr, stream)) =
+                admit(&mut handshakes, greeted, count, secret, &addrs)?
+            {
+                addrs[rank as usize] = Some(data_addr);
+                streams.push(stream);
+            }
         }
-        addrs[rank as usize] = Some(data_addr);
-        streams.push(stream);
+        handshakes.expire(Instant::now());
+        if idle {
+            std::thread::sleep(IDLE_POLL);
+        }
     }
+    handshakes.reject_all("every locality has joined already");
     let addrs: Vec<SocketAddr> = addrs.into_iter().flatten().collect();
     for mut stream in streams {
         write_message(
@@ -159,6 +180,66 @@ pub(crate) fn serve(
         .map_err(|e| io("sending the address table", e))?;
     }
     Ok(addrs)
+}
+
+/// Checks a registration: the locality's rank, data address and
+/// connection (blocking again) if it joins; `None` if it was a stranger
+/// (turned away in `handshakes`); an error, after telling the locality,
+/// if it is a member that cannot join.
+fn admit(
+    handshakes: &mut Handshakes,
+    greeted: Greeted,
+    count: u32,
+    secret: &Secret,
+    addrs: &[Option<SocketAddr>],
+) -> Result<Option<(u32, SocketAddr, TcpStream)>, Error> {
+    let Greeted {
+        stream,
+        from,
+        greeting,
+    } = greeted;
+    let Ok(Message::Register {
+        secret: theirs,
+        rank,
+        count: their_count,
+        data_addr,
+        pid,
+    }) = postcard::from_bytes(greeting.get(4..).unwrap_or_default())
+    else {
+        handshakes.reject(stream, from, "it did not register");
+        return Ok(None);
+    };
+    if !secret.matches(theirs.as_bytes()) {
+        handshakes.reject(stream, from, "wrong job secret");
+        return Ok(None);
+    }
+    let mut stream = TcpStream::from(stream);
+    let blocking = stream.set_nonblocking(false);
+    let refusal = if their_count != count {
+        Some(format!("the job has {count} localities, not {their_count}"))
+    } else if rank >= count {
+        Some(format!(
+            "rank {rank} is out of range (the job has {count} localities)"
+        ))
+    } else if addrs[rank as usize].is_some() {
+        Some(format!("rank {rank} registered twice"))
+    } else {
+        None
+    };
+    if let Some(reason) = refusal {
+        let _ = stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT));
+        let _ = write_message(
+            &mut stream,
+            &Message::Refused {
+                reason: reason.clone(),
+            },
+        );
+        return Err(Error::startup(format!(
+            "process {pid} at {from} could not join: {reason}"
+        )));
+    }
+    blocking.map_err(|e| Error::startup(format!("rendezvous: the connection of {from}: {e}")))?;
+    Ok(Some((rank, data_addr, stream)))
 }
 
 /// Registers locality `rank` with the rendezvous at `root` and returns the
@@ -262,5 +343,42 @@ mod tests {
         })
         .unwrap_err();
         assert!(err.to_string().contains("exited with status 3"), "{err}");
+    }
+
+    #[test]
+    fn silent_and_slow_connections_neither_delay_nor_abort_the_rendezvous() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let root = listener.local_addr().unwrap();
+        let secret = Secret::random().unwrap();
+        // Seven silent connections and one that drips a byte at a time,
+        // all in the backlog before the localities.
+        let silent: Vec<TcpStream> = (0..7).map(|_| TcpStream::connect(root).unwrap()).collect();
+        let dripping = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(root).unwrap();
+            for _ in 0..40 {
+                if s.write_all(&[1]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let clients: Vec<_> = (0..3u32)
+            .map(|rank| {
+                std::thread::spawn(move || {
+                    let addr = SocketAddr::from(([127, 0, 0, 1], 2000 + rank as u16));
+                    register(root, &secret, rank, 3, addr)
+                })
+            })
+            .collect();
+        let start = Instant::now();
+        let table = serve(&listener, 3, &secret, None, &mut || Ok(()));
+        let took = start.elapsed();
+        assert!(table.is_ok(), "{:?}", table.err());
+        assert!(took < HANDSHAKE_TIMEOUT, "the rendezvous took {took:?}");
+        for client in clients {
+            assert!(client.join().unwrap().is_ok());
+        }
+        drop(silent);
+        dripping.join().unwrap();
     }
 }

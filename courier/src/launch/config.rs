@@ -79,8 +79,23 @@ impl FromStr for MpiProgress {
     }
 }
 
-/// The default largest frame a locality accepts: 1 GiB.
-pub const DEFAULT_MAX_FRAME_BYTES: usize = 1 << 30;
+/// The default largest frame a locality accepts: 64 MiB.
+///
+/// The frames coalescing builds are far smaller: a buffer is flushed at
+/// its byte bound plus one parcel (64 KiB for the count policy's
+/// `max_bytes`, 16 KiB for the byte policy's `buffer_bytes`, by default;
+/// `aggregate/buffer.rs`, `Limits::of`), and flow control sends a frame
+/// larger than the credit window (4 MiB, [`DEFAULT_CREDIT_WINDOW`](crate::DEFAULT_CREDIT_WINDOW))
+/// alone, once nothing else is outstanding to its target. So the limit
+/// bounds single calls and results: 64 MiB, 16 credit windows and 1,024
+/// default coalesced frames, leaves room for bulk arguments while a
+/// peer's frame in progress costs its receiver at most that much (the
+/// receive buffer grows as the bytes arrive). A call or a result above it
+/// fails ([`CallError::is_too_large`](crate::CallError::is_too_large)),
+/// with a message naming the setting; raise it with
+/// [`Config::max_frame_bytes`], `--max-frame-bytes` or
+/// `COURIER_MAX_FRAME_BYTES`, the same on every locality.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 << 20;
 
 /// The configuration of a job, passed to [`launch`](crate::launch).
 ///
@@ -97,7 +112,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 1 << 30;
 /// | `COURIER_TRANSPORT` | [`Config::transport`] | `tcp`, `inproc` or `mpi` | `tcp`; `mpi` under an MPI launcher |
 /// | `COURIER_WORKERS` | [`Config::workers`] | worker threads per locality | cores ÷ localities on this host, at least 1 |
 /// | `COURIER_LISTEN` | [`Config::listen`] | IP address localities listen on and advertise | `127.0.0.1` |
-/// | `COURIER_MAX_FRAME_BYTES` | [`Config::max_frame_bytes`] | largest frame a locality accepts | 1 GiB |
+/// | `COURIER_MAX_FRAME_BYTES` | [`Config::max_frame_bytes`] | largest frame a locality accepts (`--max-frame-bytes`); a larger call or result fails | 64 MiB ([`DEFAULT_MAX_FRAME_BYTES`]: 16 credit windows, 1,024 default coalesced frames) |
 /// | `COURIER_COALESCING` | [`Config::coalescing`] | coalescing of actions declared with `#[courier::action(coalescing)]` (`off`, `on`, `count:...`, `bytes:...`; see [`Coalescing`]) | `count` with its defaults |
 /// | `COURIER_CREDIT_WINDOW` | [`Config::credit_window`] | flow control: bytes of unfinished calls one locality may have at another, or `off` | 4 MiB ([`DEFAULT_CREDIT_WINDOW`](crate::DEFAULT_CREDIT_WINDOW)) |
 /// | `COURIER_CREDIT_POOL` | [`Config::credit_pool`] | flow control: bytes a locality lends to origins beyond their windows | 16 MiB ([`DEFAULT_CREDIT_POOL`](crate::DEFAULT_CREDIT_POOL)) |
@@ -335,9 +350,13 @@ impl Config {
         self
     }
 
-    /// Sets the largest frame a locality accepts from a peer. A peer that
+    /// Sets the largest frame a locality accepts from a peer (default
+    /// [`DEFAULT_MAX_FRAME_BYTES`], 64 MiB, which says why;
+    /// `COURIER_MAX_FRAME_BYTES`, `--max-frame-bytes`). A peer that
     /// sends a larger one is treated as failed; a call whose arguments or
-    /// result would exceed it fails with a [`CallError`](crate::CallError).
+    /// result would exceed it fails with a [`CallError`](crate::CallError)
+    /// ([`is_too_large`](crate::CallError::is_too_large)). Every locality
+    /// of a job must use the same limit. Between 1 KiB and 4 GiB.
     pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
         self.max_frame_bytes = bytes;
         self

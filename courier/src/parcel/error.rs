@@ -44,7 +44,10 @@ pub(crate) enum Failure {
 /// A frame longer than its receiver accepts (`max_frame_bytes`) or than
 /// its `u32` length prefix can say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("a frame of {len} bytes exceeds the limit of {limit} bytes (max_frame_bytes)")]
+#[error(
+    "a frame of {len} bytes exceeds the limit of {limit} bytes (max_frame_bytes: raise it on \
+     every locality with Config::max_frame_bytes, --max-frame-bytes or COURIER_MAX_FRAME_BYTES)"
+)]
 pub(crate) struct FrameTooLarge {
     /// The frame's length without the transport's headroom.
     pub(crate) len: usize,

@@ -52,6 +52,13 @@ impl<'a> Metrics<'a> {
         &self.locality.traffic
     }
 
+    /// Connections this locality's transport turned away (strangers,
+    /// silent or slow handshakes, late connections), as its driver last
+    /// published them.
+    pub(crate) fn rejected_connections(self) -> u64 {
+        self.locality.transport.rejected_connections()
+    }
+
     /// Flow control: credit, queues, waits.
     pub(crate) fn flow(self) -> FlowReadings {
         let l = self.locality;

@@ -78,7 +78,8 @@ pub(crate) enum ProtocolError {
     },
     /// The frame is longer than this locality accepts.
     #[error(
-        "{from} sent a frame of {} bytes, above the limit of {} bytes (max_frame_bytes)",
+        "{from} sent a frame of {} bytes, above the limit of {} bytes (max_frame_bytes, which \
+         must be the same on every locality)",
         error.len,
         error.limit
     )]
@@ -136,6 +137,14 @@ pub(crate) trait Transport: Send + Sync + 'static {
 
     /// Closes every connection (at the end of the job).
     fn close(&self);
+
+    /// How many connections to this locality were turned away: strangers,
+    /// handshakes too slow or over the cap, late connections
+    /// (`/network/count/rejected`). Transports that accept no connections
+    /// of their own turn none away.
+    fn rejected_connections(&self) -> u64 {
+        0
+    }
 }
 
 /// Checks that a frame fits the `u32` length prefix and the receiver's limit.

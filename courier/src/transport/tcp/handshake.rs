@@ -16,7 +16,8 @@ use crate::ids::LocalityId;
 use crate::parcel::WIRE_VERSION;
 
 const MAGIC: &[u8; 8] = b"COURIER\0";
-const HELLO_LEN: usize = 8 + 4 + 16 + 4 + 4 + 8;
+/// Bytes of an encoded hello.
+pub(crate) const HELLO_LEN: usize = 8 + 4 + 16 + 4 + 4 + 8;
 
 /// What a locality says about itself when it connects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,10 +21,30 @@
 //! connection starts with a [`handshake::Hello`] carrying the job secret and
 //! the action-registry fingerprint. The listener stays open afterwards only to
 //! turn late connections away.
+//!
+//! # Handshakes
+//!
+//! The listener never waits for one connection: every connection it
+//! accepts joins a set of pending handshakes ([`listener::Handshakes`]),
+//! non-blocking, and its hello is read as its bytes arrive, so a silent or
+//! slow stranger delays nobody. Each has [`HANDSHAKE_TIMEOUT`] (2 s) to
+//! send its whole hello and is closed after; at most [`MAX_PENDING`] (64)
+//! wait at once, beyond the localities still expected at start-up, and a
+//! connection over the cap is closed at once. At start-up the accepting
+//! locality polls the set between accepts; a locality whose hello was
+//! closed without an answer (the acceptor was full, or it was too slow)
+//! connects again until the start-up deadline. After start-up the pending
+//! connections live in the transport's [`mio::Poll`], each under a token of
+//! its own, and whichever worker drives the poll reads them: no thread per
+//! connection, and no worker ever blocks on one. Every connection turned
+//! away, at start-up or after, counts in `/network/count/rejected` and is
+//! logged at most once a second (the next line says how many were not).
 
 mod handshake;
+mod listener;
 mod secret;
 
+pub(crate) use listener::{Greeted, HANDSHAKE_TIMEOUT, Handshakes, MAX_PENDING};
 pub(crate) use secret::{BadSecret, NoRandomness, Secret};
 
 /// How long localities wait for each other at start-up (the data
@@ -33,7 +53,7 @@ pub(crate) const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -66,6 +86,10 @@ const COPY_UP_TO: usize = 64 * 1024;
 
 /// Bytes of the `u32` length prefix.
 const PREFIX: usize = 4;
+
+/// How long start-up's accepting loop sleeps when nothing happened (no
+/// connection, no byte of a hello). A guess, tune me.
+const STARTUP_POLL: Duration = Duration::from_millis(1);
 
 /// What is queued for one peer.
 #[derive(Default)]
@@ -109,22 +133,28 @@ impl Incoming {
     }
 
     /// The next complete frame, if one has been read; else makes room for
-    /// the whole of the frame begun, so that it arrives in one piece. A
-    /// frame above `max_bytes` is an error: its length.
+    /// more of the frame begun, so that it ends up in one piece. The room
+    /// grows with what has arrived, never with what the length prefix
+    /// announces alone: at most as much as the buffer holds (at least a
+    /// [`READ_CHUNK`]) and no more than the rest of the frame, so the
+    /// buffer doubles as the frame comes in and a peer that announces
+    /// 1 GiB and sends 4 bytes costs a chunk, not a gigabyte. A frame
+    /// above `max_bytes` is an error: its length.
     fn next_frame(&mut self, max_bytes: usize) -> Result<Option<Bytes>, usize> {
         let available = &self.buf[..self.end];
-        let Some(prefix) = available.get(..PREFIX) else {
+        let Some(&[a, b, c, d]) = available.get(..PREFIX) else {
             return Ok(None);
         };
-        let len = u32::from_le_bytes(prefix.try_into().expect("4 bytes")) as usize;
+        let len = u32::from_le_bytes([a, b, c, d]) as usize;
         if len > max_bytes {
             return Err(len);
         }
-        if available.len() < PREFIX + len {
-            self.make_room(PREFIX + len - available.len());
+        let (have, total) = (available.len(), PREFIX + len);
+        if have < total {
+            self.make_room((total - have).min(have.max(READ_CHUNK)));
             return Ok(None);
         }
-        Ok(Some(self.take_frame(PREFIX + len)))
+        Ok(Some(self.take_frame(total)))
     }
 
     /// Takes the first `total` bytes (a length prefix and its frame) off
@@ -147,6 +177,10 @@ struct Driver {
     events: Events,
     incoming: Vec<Incoming>,
     listener: mio::net::TcpListener,
+    /// Connections that came after start-up, to be turned away once they
+    /// said who they are; registered under tokens from
+    /// [`Tcp::handshake_base`] on.
+    handshakes: Handshakes,
 }
 
 /// The TCP transport of one locality.
@@ -158,6 +192,11 @@ pub(crate) struct Tcp {
     wake_pending: AtomicBool,
     max_frame_bytes: usize,
     hello: Hello,
+    /// Connections turned away at start-up.
+    rejected_at_start: u64,
+    /// Connections turned away, at start-up and after (published by the
+    /// driver after each poll).
+    rejected: AtomicU64,
 }
 
 impl std::fmt::Debug for Tcp {
@@ -208,7 +247,7 @@ impl Tcp {
             .map_err(|e| startup_error(here, e))?;
             streams[rank as usize] = Some(stream);
         }
-        accept_from(&hello, &listener, &mut streams, deadline)
+        let rejected_at_start = accept_from(&hello, &listener, &mut streams, deadline)
             .map_err(|e| startup_error(here, e))?;
 
         let poll = Poll::new().map_err(|e| startup_error(here, e))?;
@@ -251,13 +290,27 @@ impl Tcp {
                 events: Events::with_capacity(256),
                 incoming: (0..count).map(|_| Incoming::default()).collect(),
                 listener,
+                handshakes: Handshakes::new(
+                    here.to_string(),
+                    MAX_PENDING,
+                    HANDSHAKE_TIMEOUT,
+                    hello_framing,
+                ),
             }),
             peers,
             waker,
             wake_pending: AtomicBool::new(false),
             max_frame_bytes,
             hello,
+            rejected_at_start,
+            rejected: AtomicU64::new(rejected_at_start),
         })
+    }
+
+    /// The first token of a pending handshake: the tokens below are the
+    /// peers' ranks.
+    fn handshake_base(&self) -> usize {
+        self.peers.len()
     }
 
     fn peer(&self, rank: LocalityId) -> &Peer {
@@ -299,7 +352,14 @@ impl Tcp {
             events,
             incoming,
             listener,
+            handshakes,
         } = driver;
+        // A pending handshake's deadline ends the wait too.
+        let timeout = match (timeout, handshakes.next_deadline()) {
+            (timeout, None) => timeout,
+            (None, Some(at)) => Some(at.saturating_duration_since(Instant::now())),
+            (Some(t), Some(at)) => Some(t.min(at.saturating_duration_since(Instant::now()))),
+        };
         if let Err(e) = poll.poll(events, timeout) {
             if e.kind() != ErrorKind::Interrupted {
                 tracing::warn!("{}: polling the network failed: {e}", self.here);
@@ -308,12 +368,18 @@ impl Tcp {
         }
         let start = clock().raw();
         let mut did = false;
+        let base = self.handshake_base();
         for event in events.iter() {
             match event.token() {
                 WAKER => self.wake_pending.store(false, Ordering::Release),
-                LISTENER => self.turn_away(listener),
+                LISTENER => self.accept_late(listener, handshakes, poll.registry()),
+                Token(token) if token >= base => {
+                    if let Some(greeted) = handshakes.read(token - base) {
+                        self.turn_away(handshakes, greeted);
+                    }
+                }
                 Token(rank) => {
-                    let rank = LocalityId::new(u32::try_from(rank).expect("tokens are ranks"));
+                    let rank = LocalityId::new(rank as u32);
                     let peer = self.peer(rank);
                     if event.is_writable() {
                         did |= self.flush_peer(peer);
@@ -323,6 +389,13 @@ impl Tcp {
                     }
                 }
             }
+        }
+        if !handshakes.is_empty() {
+            handshakes.expire(Instant::now());
+        }
+        let rejected = self.rejected_at_start + handshakes.rejected();
+        if self.rejected.load(Ordering::Relaxed) != rejected {
+            self.rejected.store(rejected, Ordering::Relaxed);
         }
         // A write may have failed in a sender, outside the driver.
         for (rank, peer) in self.peers.iter().enumerate() {
@@ -400,32 +473,51 @@ impl Tcp {
         Ok(())
     }
 
-    /// Accepts connections that come after start-up and turns them away,
-    /// checking their hello on a short-lived thread to say why.
-    fn turn_away(&self, listener: &mio::net::TcpListener) {
-        while let Ok((stream, from)) = listener.accept() {
-            let ours = self.hello;
-            let here = self.here;
-            let check = move || {
-                let mut stream = TcpStream::from(stream);
-                stream.set_nonblocking(false).ok()?;
-                stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-                let why = match Hello::read(&mut stream) {
-                    Ok(Ok(theirs)) => match handshake::check(&ours, &theirs, |_| false) {
-                        Err(Refusal::Stranger(why)) => why,
-                        _ => "every locality is connected already".into(),
-                    },
-                    Ok(Err(why)) => why,
-                    Err(e) => format!("no hello: {e}"),
-                };
-                tracing::warn!("{here}: rejected a connection from {from}: {why}");
-                Some(())
-            };
-            let _ = std::thread::Builder::new()
-                .name("courier-reject".into())
-                .spawn(check);
+    /// Accepts connections that come after start-up into the pending
+    /// handshakes, each watched by the poll under a token of its own.
+    fn accept_late(
+        &self,
+        listener: &mio::net::TcpListener,
+        handshakes: &mut Handshakes,
+        registry: &mio::Registry,
+    ) {
+        let base = self.handshake_base();
+        loop {
+            match listener.accept() {
+                Ok((stream, from)) => {
+                    // Whatever it sent before it was watched.
+                    if let Some(slot) = handshakes.admit(stream, from, Some((registry, base))) {
+                        if let Some(greeted) = handshakes.read(slot) {
+                            self.turn_away(handshakes, greeted);
+                        }
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // WouldBlock: all taken. Anything else (out of file
+                // descriptors): the next readable event tries again.
+                Err(_) => return,
+            }
         }
     }
+
+    /// Turns away a connection that said who it is after start-up, with
+    /// the reason in the (rate-limited) log.
+    fn turn_away(&self, handshakes: &mut Handshakes, greeted: Greeted) {
+        let why = match Hello::read(&mut &greeted.greeting[..]) {
+            Ok(Ok(theirs)) => match handshake::check(&self.hello, &theirs, |_| false) {
+                Err(Refusal::Stranger(why)) => why,
+                _ => "every locality is connected already".into(),
+            },
+            Ok(Err(why)) => why,
+            Err(e) => format!("no hello: {e}"),
+        };
+        handshakes.reject(greeted.stream, greeted.from, &why);
+    }
+}
+
+/// The framing of a hello: a fixed length.
+fn hello_framing(_: &[u8]) -> Result<usize, String> {
+    Ok(handshake::HELLO_LEN)
 }
 
 /// Writes `out`'s queued bytes until done or the socket would block.
@@ -535,6 +627,10 @@ impl Transport for Tcp {
         let _ = connection.stream.shutdown(Shutdown::Both);
     }
 
+    fn rejected_connections(&self) -> u64 {
+        self.rejected.load(Ordering::Relaxed)
+    }
+
     fn close(&self) {
         for peer in self.peers.iter().flatten() {
             peer.reported.store(true, Ordering::Release);
@@ -543,101 +639,153 @@ impl Transport for Tcp {
     }
 }
 
-/// Connects to locality `rank` at `addr` and introduces ourselves.
+/// Connects to locality `rank` at `addr` and introduces ourselves. A
+/// connection closed without an answer (the acceptor had too many pending
+/// handshakes, or ours was too slow) is tried again until `deadline`; a
+/// refusal with a reason is final.
 fn connect_to(
     hello: &Hello,
     rank: LocalityId,
     addr: SocketAddr,
     deadline: Instant,
 ) -> Result<TcpStream, String> {
-    let mut stream = loop {
-        match TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
-            Ok(stream) => break stream,
+    loop {
+        let mut stream = loop {
+            match TcpStream::connect_timeout(&addr, Duration::from_secs(5)) {
+                Ok(stream) => break stream,
+                Err(e) if Instant::now() > deadline => {
+                    return Err(format!("cannot connect to {rank} at {addr}: {e}"));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        };
+        let timeout = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_secs(1));
+        let ack = stream
+            .set_read_timeout(Some(timeout))
+            .and_then(|()| stream.write_all(&hello.encode()))
+            .and_then(|()| handshake::read_ack(&mut stream));
+        match ack {
+            Ok(Ok(())) => return Ok(stream),
+            Ok(Err(reason)) => return Err(format!("{rank} refused the connection: {reason}")),
             Err(e) if Instant::now() > deadline => {
-                return Err(format!("cannot connect to {rank} at {addr}: {e}"));
+                return Err(format!(
+                    "{rank} at {addr} did not accept the connection: {e}"
+                ));
             }
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
-    };
-    let timeout = deadline
-        .saturating_duration_since(Instant::now())
-        .max(Duration::from_secs(1));
-    let ack = stream
-        .set_read_timeout(Some(timeout))
-        .and_then(|()| stream.write_all(&hello.encode()))
-        .and_then(|()| handshake::read_ack(&mut stream));
-    match ack {
-        Ok(Ok(())) => Ok(stream),
-        Ok(Err(reason)) => Err(format!("{rank} refused the connection: {reason}")),
-        Err(e) => Err(format!(
-            "{rank} at {addr} did not accept the connection: {e}"
-        )),
     }
 }
 
-/// Accepts the connections of every rank above ours.
+/// Accepts the connections of every rank above ours; returns how many
+/// other connections were turned away meanwhile. Polls the listener and
+/// the pending handshakes (see the module docs) every millisecond.
 fn accept_from(
     hello: &Hello,
     listener: &TcpListener,
     streams: &mut [Option<TcpStream>],
     deadline: Instant,
-) -> Result<(), String> {
+) -> Result<u64, String> {
     let here = hello.rank;
-    let expected = |streams: &[Option<TcpStream>], rank: u32| {
-        rank > here && (rank as usize) < streams.len() && streams[rank as usize].is_none()
+    let missing = |streams: &[Option<TcpStream>]| -> Vec<u32> {
+        (here + 1..hello.count)
+            .filter(|r| streams[*r as usize].is_none())
+            .collect()
     };
+    let expected = missing(streams).len();
+    let mut handshakes = Handshakes::new(
+        LocalityId::new(here).to_string(),
+        MAX_PENDING + expected,
+        HANDSHAKE_TIMEOUT,
+        hello_framing,
+    );
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    while (here + 1..hello.count).any(|r| streams[r as usize].is_none()) {
+    loop {
+        let waiting = missing(streams);
+        if waiting.is_empty() {
+            handshakes.reject_all("every locality is connected already");
+            return Ok(handshakes.rejected());
+        }
         if Instant::now() > deadline {
-            let missing: Vec<String> = (here + 1..hello.count)
-                .filter(|r| streams[*r as usize].is_none())
+            let names: Vec<String> = waiting
+                .into_iter()
                 .map(|r| LocalityId::new(r).to_string())
                 .collect();
             return Err(format!(
                 "{} did not connect within {STARTUP_TIMEOUT:?}",
-                missing.join(", ")
+                names.join(", ")
             ));
         }
-        let (mut stream, from) = match listener.accept() {
-            Ok(accepted) => accepted,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(1));
-                continue;
-            }
-            Err(e) => return Err(format!("accepting connections failed: {e}")),
-        };
-        let theirs = stream
-            .set_nonblocking(false)
-            .and_then(|()| stream.set_read_timeout(Some(Duration::from_secs(10))))
-            .and_then(|()| Hello::read(&mut stream));
-        let theirs = match theirs {
-            Ok(Ok(theirs)) => theirs,
-            Ok(Err(why)) => {
-                tracing::warn!("locality#{here}: rejected a connection from {from}: {why}");
-                continue;
-            }
-            Err(e) => {
-                tracing::warn!("locality#{here}: rejected a connection from {from}: no hello: {e}");
-                continue;
-            }
-        };
-        match handshake::check(hello, &theirs, |r| expected(streams, r)) {
-            Ok(rank) => {
-                handshake::write_ack(&mut stream, None)
-                    .map_err(|e| format!("answering {rank}: {e}"))?;
-                stream.set_read_timeout(None).map_err(|e| e.to_string())?;
-                streams[rank.index()] = Some(stream);
-            }
-            Err(Refusal::Stranger(why)) => {
-                tracing::warn!("locality#{here}: rejected a connection from {from}: {why}");
-            }
-            Err(Refusal::Explained(why)) => {
-                let _ = handshake::write_ack(&mut stream, Some(&why));
-                return Err(why);
+        let mut idle = true;
+        loop {
+            match listener.accept() {
+                Ok((stream, from)) => {
+                    idle = false;
+                    match stream.set_nonblocking(true) {
+                        Ok(()) => {
+                            let stream = mio::net::TcpStream::from_std(stream);
+                            handshakes.admit(stream, from, None);
+                        }
+                        Err(e) => {
+                            let why = format!("cannot make it non-blocking: {e}");
+                            handshakes.reject(mio::net::TcpStream::from_std(stream), from, &why);
+                        }
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("accepting connections failed: {e}")),
             }
         }
+        for greeted in handshakes.read_all() {
+            idle = false;
+            let Greeted {
+                stream,
+                from,
+                greeting,
+            } = greeted;
+            let theirs = match Hello::read(&mut &greeting[..]) {
+                Ok(Ok(theirs)) => theirs,
+                Ok(Err(why)) => {
+                    handshakes.reject(stream, from, &why);
+                    continue;
+                }
+                Err(e) => {
+                    handshakes.reject(stream, from, &format!("no hello: {e}"));
+                    continue;
+                }
+            };
+            match handshake::check(hello, &theirs, |r| {
+                r > here && (r as usize) < streams.len() && streams[r as usize].is_none()
+            }) {
+                Ok(rank) => {
+                    let mut stream = TcpStream::from(stream);
+                    stream
+                        .set_nonblocking(false)
+                        .and_then(|()| stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT)))
+                        .and_then(|()| handshake::write_ack(&mut stream, None))
+                        .and_then(|()| stream.set_write_timeout(None))
+                        .map_err(|e| format!("answering {rank}: {e}"))?;
+                    streams[rank.index()] = Some(stream);
+                }
+                Err(Refusal::Stranger(why)) => handshakes.reject(stream, from, &why),
+                Err(Refusal::Explained(why)) => {
+                    let mut stream = TcpStream::from(stream);
+                    let _ = stream
+                        .set_nonblocking(false)
+                        .and_then(|()| stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT)))
+                        .and_then(|()| handshake::write_ack(&mut stream, Some(&why)));
+                    return Err(why);
+                }
+            }
+        }
+        handshakes.expire(Instant::now());
+        if idle {
+            std::thread::sleep(STARTUP_POLL);
+        }
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -646,10 +794,20 @@ mod tests {
 
     /// Connects a mesh of `n` localities in threads, as start-up does.
     fn mesh(n: u32, fingerprints: impl Fn(u32) -> u64) -> Vec<Result<Tcp, ConnectError>> {
-        let secret = Secret::random().unwrap();
         let listeners: Vec<TcpListener> = (0..n)
             .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
             .collect();
+        mesh_on(listeners, fingerprints, 1 << 20)
+    }
+
+    /// Connects a mesh of localities on `listeners` in threads, with a
+    /// frame limit of `max_frame_bytes`.
+    fn mesh_on(
+        listeners: Vec<TcpListener>,
+        fingerprints: impl Fn(u32) -> u64,
+        max_frame_bytes: usize,
+    ) -> Vec<Result<Tcp, ConnectError>> {
+        let secret = Secret::random().unwrap();
         let table: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
         let threads: Vec<_> = listeners
             .into_iter()
@@ -664,7 +822,7 @@ mod tests {
                         listener,
                         &secret,
                         fingerprint,
-                        1 << 20,
+                        max_frame_bytes,
                     )
                 })
             })
@@ -780,5 +938,177 @@ mod tests {
         let tcp = Tcp::connect(LocalityId::new(0), &table, listener, &secret, 5, 1 << 20);
         assert!(tcp.is_ok(), "{:?}", tcp.err());
         assert!(stranger.join().unwrap().is_ok());
+    }
+
+    /// A 1 GiB length prefix followed by a few bytes.
+    fn huge_prefix() -> Vec<u8> {
+        let mut bytes = (1u32 << 30).to_le_bytes().to_vec();
+        bytes.extend_from_slice(&[7; 16]);
+        bytes
+    }
+
+    #[test]
+    fn a_length_prefix_alone_does_not_grow_the_read_buffer() {
+        let mut incoming = Incoming::default();
+        incoming.make_room(READ_MIN);
+        let start = huge_prefix();
+        incoming.buf[..start.len()].copy_from_slice(&start);
+        incoming.end = start.len();
+        assert_eq!(incoming.next_frame(u32::MAX as usize), Ok(None));
+        let capacity = incoming.buf.capacity();
+        assert!(
+            capacity <= 4 * READ_CHUNK,
+            "a 1 GiB prefix and 16 bytes took a buffer of {capacity} bytes"
+        );
+        // It grows with what arrives: 1 MiB of the frame, 16 KiB at a time.
+        while incoming.end < 1 << 20 {
+            incoming.make_room(READ_MIN);
+            let room = &mut incoming.buf[incoming.end..];
+            let n = room.len().min(16 << 10);
+            room[..n].fill(1);
+            incoming.end += n;
+            assert_eq!(incoming.next_frame(u32::MAX as usize), Ok(None));
+            let capacity = incoming.buf.capacity();
+            assert!(
+                capacity <= 4 * incoming.end.max(READ_CHUNK),
+                "{} bytes arrived, the buffer holds {capacity}",
+                incoming.end
+            );
+        }
+    }
+
+    /// What a transport under test delivered and reported.
+    #[derive(Default)]
+    struct Recorder {
+        frames: Mutex<Vec<Bytes>>,
+        lost: Mutex<Vec<(LocalityId, String)>>,
+    }
+
+    impl Sink for Recorder {
+        fn frame(&self, _source: LocalityId, frame: Bytes) -> Result<(), ProtocolError> {
+            self.frames.lock().push(frame);
+            Ok(())
+        }
+
+        fn peer_lost(&self, peer: LocalityId, reason: String) {
+            self.lost.lock().push((peer, reason));
+        }
+    }
+
+    /// Locality 1 of a connected pair writes `bytes` raw to locality 0,
+    /// which then reads for `time`.
+    fn raw_to_zero(max_frame_bytes: usize, bytes: &[u8], time: Duration) -> (Tcp, Recorder) {
+        let listeners = (0..2)
+            .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let mut pair = mesh_on(listeners, |_| 5, max_frame_bytes).into_iter();
+        let (zero, one) = (pair.next().unwrap().unwrap(), pair.next().unwrap().unwrap());
+        let stream = &one.peer(LocalityId::new(0)).stream;
+        (&*stream).write_all(bytes).unwrap();
+        let sink = Recorder::default();
+        let end = Instant::now() + time;
+        while Instant::now() < end {
+            let _ = zero.block(&sink, Duration::from_millis(10));
+        }
+        drop(one);
+        (zero, sink)
+    }
+
+    #[test]
+    fn a_peer_announcing_a_huge_frame_costs_only_what_it_sent() {
+        let (zero, sink) = raw_to_zero(
+            u32::MAX as usize,
+            &huge_prefix(),
+            Duration::from_millis(200),
+        );
+        assert!(sink.lost.lock().is_empty() && sink.frames.lock().is_empty());
+        let capacity = zero.driver.lock().incoming[1].buf.capacity();
+        assert!(
+            capacity <= 4 * READ_CHUNK,
+            "a 1 GiB prefix and 16 bytes took a buffer of {capacity} bytes"
+        );
+    }
+
+    #[test]
+    fn a_frame_above_the_limit_drops_its_sender_with_the_reason() {
+        let (_zero, sink) = raw_to_zero(1 << 20, &huge_prefix(), Duration::from_millis(200));
+        let lost = sink.lost.lock();
+        let [(peer, reason)] = &lost[..] else {
+            panic!("not one loss: {lost:?}");
+        };
+        assert_eq!(*peer, LocalityId::new(1));
+        assert!(
+            reason.contains("1073741824 bytes") && reason.contains("max_frame_bytes"),
+            "{reason}"
+        );
+    }
+
+    /// This process's thread count (Linux).
+    fn threads() -> usize {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap()
+    }
+
+    #[test]
+    fn silent_and_dripping_clients_after_start_up_take_no_thread_and_are_counted() {
+        const CLIENTS: usize = 200;
+        let listeners: Vec<TcpListener> = (0..2)
+            .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let addr = listeners[0].local_addr().unwrap();
+        let mut pair = mesh_on(listeners, |_| 5, 1 << 20).into_iter();
+        let (zero, _one) = (pair.next().unwrap().unwrap(), pair.next().unwrap().unwrap());
+        let sink = Recorder::default();
+        zero.poll(&sink);
+        let before = threads();
+        // One thread opens every client and drips a byte a client every
+        // 100 ms: 30 bytes in 3 s, never a whole hello.
+        let drip = std::thread::spawn(move || {
+            let mut clients: Vec<TcpStream> = (0..CLIENTS)
+                .map(|_| TcpStream::connect(addr).unwrap())
+                .collect();
+            for _ in 0..30 {
+                for c in &mut clients {
+                    let _ = c.write(b"C");
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let mut peak = before;
+        let end = Instant::now() + Duration::from_secs(4);
+        while Instant::now() < end && zero.rejected_connections() < CLIENTS as u64 {
+            let _ = zero.block(&sink, Duration::from_millis(10));
+            peak = peak.max(threads());
+        }
+        drip.join().unwrap();
+        assert!(
+            peak < before + 20,
+            "{CLIENTS} clients grew the threads from {before} to {peak}"
+        );
+        assert_eq!(zero.rejected_connections(), CLIENTS as u64);
+        assert!(sink.lost.lock().is_empty(), "{:?}", sink.lost.lock());
+    }
+
+    #[test]
+    fn silent_connections_neither_delay_nor_abort_start_up() {
+        let listeners: Vec<TcpListener> = (0..2)
+            .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let addr = listeners[0].local_addr().unwrap();
+        // Connected (and in the backlog) before locality#1.
+        let silent: Vec<TcpStream> = (0..7).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        let start = Instant::now();
+        let mut pair = mesh_on(listeners, |_| 5, 1 << 20).into_iter();
+        let (zero, one) = (pair.next().unwrap(), pair.next().unwrap());
+        let took = start.elapsed();
+        let zero = zero.unwrap();
+        assert!(one.is_ok(), "{:?}", one.err());
+        assert!(took < HANDSHAKE_TIMEOUT, "start-up took {took:?}");
+        assert_eq!(zero.rejected_connections(), 7);
+        drop(silent);
     }
 }
