@@ -385,38 +385,9 @@ fn send_bumps_with_bad_replies() {
     courier::__private::send_raw_frame(&rt, LocalityId::ROOT, &body, 3).expect("raw send failed");
 }
 
-/// Panics raised inside Courier's own code (not in a test's actions), as
-/// `file:line: message`, recorded by a panic hook installed once.
-fn library_panics() -> &'static std::sync::Mutex<Vec<String>> {
-    static PANICS: std::sync::OnceLock<std::sync::Mutex<Vec<String>>> = std::sync::OnceLock::new();
-    PANICS.get_or_init(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if let Some(at) = info
-                .location()
-                .filter(|l| l.file().contains("courier/src/"))
-            {
-                let payload = info.payload();
-                let message = payload
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| payload.downcast_ref::<&str>().copied())
-                    .unwrap_or("?");
-                library_panics().lock().unwrap().push(format!(
-                    "{}:{}: {message}",
-                    at.file(),
-                    at.line()
-                ));
-            }
-            previous(info);
-        }));
-        std::sync::Mutex::new(Vec::new())
-    })
-}
-
 #[test]
 fn replies_to_localities_that_do_not_exist_are_dropped_and_the_rest_runs() {
-    library_panics();
+    common::library_panics();
     courier::launch(common::inproc(2), |rt| async move {
         BUMPS.store(0, std::sync::atomic::Ordering::SeqCst);
         rt.call(rt.locality(1), send_bumps_with_bad_replies, ())
@@ -429,7 +400,7 @@ fn replies_to_localities_that_do_not_exist_are_dropped_and_the_rest_runs() {
         Ok(())
     })
     .unwrap();
-    let panics = library_panics().lock().unwrap();
+    let panics = common::library_panics().lock().unwrap();
     assert!(panics.is_empty(), "Courier panicked: {panics:?}");
 }
 
