@@ -96,6 +96,37 @@ fn dropping_the_server_does_not_wait_for_a_dripping_client() {
     .unwrap();
 }
 
+/// Keeps a worker of the locality that runs it busy for `ms`.
+#[courier::action]
+fn hold(ms: u64) {
+    thread::sleep(Duration::from_millis(ms));
+}
+
+#[test]
+fn dropping_the_server_does_not_wait_for_a_slow_scrape() {
+    /// How long locality#1 cannot answer the scrape's counter query.
+    const BUSY_MS: u64 = 3000;
+    courier::launch(common::inproc(2).workers(2), |rt| async move {
+        // Both workers of locality#1 busy: its counters cannot be read.
+        for _ in 0..2 {
+            rt.post(rt.locality(1), hold, (BUSY_MS,))?;
+        }
+        thread::sleep(Duration::from_millis(100));
+        let server = rt.serve_metrics("127.0.0.1:0".parse()?)?;
+        let addr = server.local_addr();
+        let scraper = thread::spawn(move || scrape(addr));
+        thread::sleep(Duration::from_millis(300));
+        let started = Instant::now();
+        drop(server);
+        let took = started.elapsed();
+        let answered = scraper.join().unwrap();
+        eprintln!("dropping the server during a scrape took {took:?} (the scrape: {answered:?})");
+        assert!(took < PROMPT, "dropping the server took {took:?}");
+        Ok(())
+    })
+    .unwrap();
+}
+
 #[test]
 fn a_request_line_without_end_is_cut_off() {
     /// What the client tries to send: far more than any kernel buffers.

@@ -15,8 +15,8 @@
 //!   [`MAX_CONNECTIONS`] are open at once (more are closed when accepted).
 //! - Dropping the [`MetricsServer`] wakes the loop, which closes every
 //!   connection and returns: the job's exit never waits for a client. The
-//!   loop blocks only in `poll` and while it evaluates the counters of a
-//!   complete request.
+//!   loop blocks only in `poll` and while it waits for the counters of a
+//!   complete request, and the drop ends both waits.
 //!
 //! The endpoint has no authentication: anyone who can reach the address
 //! reads every counter. Binding a non-loopback address is reported with a
@@ -27,9 +27,12 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Poll as TaskPoll;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use futures::future::{self, Either};
+use futures::task::AtomicWaker;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
@@ -72,7 +75,7 @@ pub struct MetricsServer {
     /// Where it listens.
     addr: SocketAddr,
     /// Set by drop: the event loop returns when it sees it.
-    stop: Arc<AtomicBool>,
+    stop: Arc<Stop>,
     /// Wakes the event loop out of `poll`.
     waker: Arc<Waker>,
     /// The event loop's thread.
@@ -112,7 +115,7 @@ impl MetricsServer {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
         let waker = Arc::new(Waker::new(poll.registry(), STOP)?);
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(Stop::default());
         let server = Server {
             poll,
             listener,
@@ -135,15 +138,49 @@ impl MetricsServer {
 
 impl Drop for MetricsServer {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        // The loop blocks only in `poll` (which this wakes) and while it
-        // evaluates a scrape's counters, never in a client's read or write.
+        // The loop blocks only in `poll` (which `wake` ends) and while it
+        // waits for a scrape's counters (which `stop` ends), never in a
+        // client's read or write.
+        self.stop.stop();
         let woken = self.waker.wake().is_ok();
         if let Some(thread) = self.thread.take() {
             if woken {
                 let _ = thread.join();
             }
         }
+    }
+}
+
+/// The server's stop signal: set once, by [`MetricsServer`]'s drop.
+#[derive(Debug, Default)]
+struct Stop {
+    /// Whether the server was dropped.
+    set: AtomicBool,
+    /// The scrape waiting in [`Stop::wait`], if one is.
+    waker: AtomicWaker,
+}
+
+impl Stop {
+    /// Sets the signal and wakes a waiting scrape.
+    fn stop(&self) {
+        self.set.store(true, Ordering::Release);
+        self.waker.wake();
+    }
+
+    /// Whether the signal is set.
+    fn is_set(&self) -> bool {
+        self.set.load(Ordering::Acquire)
+    }
+
+    /// Resolves once the signal is set.
+    fn wait(&self) -> impl Future<Output = ()> + '_ {
+        future::poll_fn(move |cx| {
+            self.waker.register(cx.waker());
+            match self.is_set() {
+                true => TaskPoll::Ready(()),
+                false => TaskPoll::Pending,
+            }
+        })
     }
 }
 
@@ -156,7 +193,7 @@ struct Server {
     /// The counters a scrape evaluates.
     set: CounterSet,
     /// Set when the [`MetricsServer`] is dropped.
-    stop: Arc<AtomicBool>,
+    stop: Arc<Stop>,
     /// The open connections, by token.
     connections: HashMap<Token, Connection>,
     /// The token the next connection gets.
@@ -195,7 +232,7 @@ impl Server {
     fn run(mut self) {
         let mut events = Events::with_capacity(64);
         loop {
-            if self.stop.load(Ordering::Acquire) {
+            if self.stop.is_set() {
                 return;
             }
             let timeout = self
@@ -218,7 +255,7 @@ impl Server {
                     token => self.progress(token),
                 }
             }
-            if self.stop.load(Ordering::Acquire) {
+            if self.stop.is_set() {
                 return;
             }
             self.expire();
@@ -319,14 +356,24 @@ impl Server {
             Head::Complete {
                 get: true,
                 path: "/metrics",
-            } => match futures::executor::block_on(self.set.evaluate(false)) {
-                Ok(values) => (
-                    "200 OK",
-                    "text/plain; version=0.0.4; charset=utf-8",
-                    exposition(&values),
-                ),
-                Err(e) => ("500 Internal Server Error", "text/plain", format!("{e}\n")),
-            },
+            } => {
+                // The counters of other localities come as calls: a busy
+                // or stopped locality can take long to answer, so the wait
+                // ends when the server is dropped.
+                let evaluate = std::pin::pin!(self.set.evaluate(false));
+                let stopped = std::pin::pin!(self.stop.wait());
+                match futures::executor::block_on(future::select(evaluate, stopped)) {
+                    Either::Left((Ok(values), _)) => (
+                        "200 OK",
+                        "text/plain; version=0.0.4; charset=utf-8",
+                        exposition(&values),
+                    ),
+                    Either::Left((Err(e), _)) => {
+                        ("500 Internal Server Error", "text/plain", format!("{e}\n"))
+                    }
+                    Either::Right(((), _)) => return Next::Close,
+                }
+            }
             Head::Complete { .. } => (
                 "404 Not Found",
                 "text/plain",
