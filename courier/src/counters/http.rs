@@ -57,6 +57,9 @@ pub(crate) const RESPONSE_DEADLINE: Duration = Duration::from_secs(5);
 /// as soon as they are accepted. A guess, tune me.
 pub(crate) const MAX_CONNECTIONS: usize = 64;
 
+/// Bytes read from a client at a time: a scrape's head fits. A guess.
+const READ_CHUNK: usize = 1024;
+
 /// The listener's token.
 const LISTENER: Token = Token(0);
 /// The token of the waker that [`MetricsServer`]'s drop uses.
@@ -335,10 +338,10 @@ impl Server {
         let State::Reading(buffer) = &mut connection.state else {
             return Next::Keep;
         };
-        let mut chunk = [0u8; 1024];
+        let mut chunk = [0u8; READ_CHUNK];
         let head = loop {
             let room = MAX_REQUEST_BYTES - buffer.len();
-            match connection.stream.read(&mut chunk[..room.min(1024)]) {
+            match connection.stream.read(&mut chunk[..room.min(READ_CHUNK)]) {
                 Ok(0) => return Next::Close,
                 Ok(n) => {
                     buffer.extend_from_slice(&chunk[..n]);
