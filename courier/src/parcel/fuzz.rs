@@ -343,6 +343,11 @@ pub struct FuzzFrames {
 /// Valid frames a [`FuzzFrames`] keeps to mutate and splice.
 const POOL: usize = 64;
 
+/// One input in this many is a valid frame unchanged: a locality fed
+/// the inputs then runs calls of every kind of reply, not only refuses
+/// frames. A guess.
+const UNMUTATED: usize = 8;
+
 /// Inputs between two new valid frames of a [`FuzzFrames`].
 const REFRESH: u64 = 16;
 
@@ -366,7 +371,8 @@ impl FuzzFrames {
     }
 
     /// The next input, a frame without the transport's headroom: a valid
-    /// frame with one to three mutations.
+    /// frame as it is (one in [`UNMUTATED`]) or with one to three
+    /// mutations.
     pub fn next_input(&mut self) -> Vec<u8> {
         self.next_checked(|_| {})
     }
@@ -384,6 +390,9 @@ impl FuzzFrames {
         let base = &self.pool[rng.below(POOL)];
         let other = &self.pool[rng.below(POOL)].bytes;
         let mut input = base.bytes.clone();
+        if rng.one_in(UNMUTATED) {
+            return input;
+        }
         for _ in 0..1 + rng.below(3) {
             mutate(rng, &mut input, &base.runs, other);
         }
@@ -686,7 +695,7 @@ mod tests {
         let started = std::time::Instant::now();
         let (built, values) = fuzz(seed, inputs);
         eprintln!(
-            "fuzz: {inputs} mutated inputs from {built} valid frames (seed {seed:#x}) in {:?}; \
+            "fuzz: {inputs} inputs (one in {UNMUTATED} a valid frame unchanged) from {built} valid frames (seed {seed:#x}) in {:?}; \
              {values} decoder answers were values",
             started.elapsed()
         );
