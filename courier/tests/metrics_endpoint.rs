@@ -78,6 +78,33 @@ fn a_dripping_client_does_not_block_a_scrape() {
 }
 
 #[test]
+fn silent_connections_do_not_keep_a_scrape_out() {
+    /// More than the server keeps open at once (64).
+    const SILENT: usize = 100;
+    courier::launch(common::inproc(2).workers(2), |rt| async move {
+        let server = rt.serve_metrics("127.0.0.1:0".parse()?)?;
+        let addr = server.local_addr();
+        let silent: Vec<TcpStream> = (0..SILENT)
+            .map(|_| TcpStream::connect(addr))
+            .collect::<Result<_, _>>()?;
+        thread::sleep(Duration::from_millis(200));
+        let (status, took) = thread::spawn(move || {
+            let started = Instant::now();
+            (scrape(addr), started.elapsed())
+        })
+        .join()
+        .unwrap();
+        drop(silent);
+        eprintln!("scrape beside {SILENT} silent connections took {took:?}");
+        let status = status?;
+        assert!(status.contains("200"), "{status:?}");
+        assert!(took < PROMPT, "the scrape took {took:?}");
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
 fn dropping_the_server_does_not_wait_for_a_dripping_client() {
     courier::launch(common::inproc(2).workers(2), |rt| async move {
         let server = rt.serve_metrics("127.0.0.1:0".parse()?)?;

@@ -12,7 +12,7 @@
 //!   closed, so memory never grows with what a client sends.
 //! - Each connection has [`REQUEST_DEADLINE`] to send its request and
 //!   [`RESPONSE_DEADLINE`] to read the response; at most
-//!   [`MAX_CONNECTIONS`] are open at once (more are closed when accepted).
+//!   [`MAX_CONNECTIONS`] are open at once (a new one closes the oldest).
 //! - Dropping the [`MetricsServer`] wakes the loop, which closes every
 //!   connection and returns: the job's exit never waits for a client. The
 //!   loop blocks only in `poll` and while it waits for the counters of a
@@ -53,8 +53,8 @@ pub(crate) const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
 /// A guess, tune me.
 pub(crate) const RESPONSE_DEADLINE: Duration = Duration::from_secs(5);
 
-/// The most connections open at once; connections beyond it are closed
-/// as soon as they are accepted. A guess, tune me.
+/// The most connections open at once; a connection beyond it closes the
+/// oldest. A guess, tune me.
 pub(crate) const MAX_CONNECTIONS: usize = 64;
 
 /// Bytes read from a client at a time: a scrape's head fits. A guess.
@@ -207,6 +207,8 @@ struct Server {
 struct Connection {
     /// The socket.
     stream: TcpStream,
+    /// When it was accepted.
+    opened: Instant,
     /// When it is closed whatever its state.
     deadline: Instant,
     /// What it waits for.
@@ -271,7 +273,7 @@ impl Server {
             match self.listener.accept() {
                 Ok((mut stream, _)) => {
                     if self.connections.len() >= MAX_CONNECTIONS {
-                        continue;
+                        self.evict_oldest();
                     }
                     let token = Token(self.next_token);
                     self.next_token = self.next_token.wrapping_add(1).max(FIRST_CONNECTION);
@@ -287,6 +289,7 @@ impl Server {
                         token,
                         Connection {
                             stream,
+                            opened: Instant::now(),
                             deadline: Instant::now() + REQUEST_DEADLINE,
                             state: State::Reading(Vec::new()),
                         },
@@ -400,6 +403,20 @@ impl Server {
         connection.state = State::Writing(response.into_bytes(), 0);
         connection.deadline = Instant::now() + RESPONSE_DEADLINE;
         Next::Keep
+    }
+
+    /// Closes the connection accepted first, to make room for a new one:
+    /// clients that hold connections open cannot keep a scraper out, as
+    /// a scrape takes milliseconds once accepted.
+    fn evict_oldest(&mut self) {
+        let oldest = self
+            .connections
+            .iter()
+            .min_by_key(|(_, c)| c.opened)
+            .map(|(token, _)| *token);
+        if let Some(token) = oldest {
+            self.connections.remove(&token);
+        }
     }
 
     /// Closes the connections past their deadline.
