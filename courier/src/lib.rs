@@ -129,6 +129,44 @@ pub mod __private {
     }
 
     #[cfg(feature = "test-hooks")]
+    pub use crate::parcel::FuzzFrames;
+
+    #[cfg(feature = "test-hooks")]
+    /// Hands `body` (a frame without the transport's headroom) to this
+    /// locality's receive path as if it had come from `source`, and
+    /// returns the protocol error it found, if any (no connection is
+    /// dropped for it here: a malformed run of calls, found later by the
+    /// task that runs it, still drops `source`). The parcels of an
+    /// accepted frame from another locality are counted as sent here, as
+    /// [`send_raw_frame`] does at a sender, so that the job can still go
+    /// idle.
+    pub fn receive_frame(
+        rt: &crate::Runtime,
+        source: crate::LocalityId,
+        body: &[u8],
+    ) -> Result<(), String> {
+        use crate::parcel::{FrameBody, decode_frame};
+        use crate::transport::Sink;
+        let l = rt.inner();
+        let frame = bytes::Bytes::copy_from_slice(body);
+        l.frame(source, frame).map_err(|e| e.to_string())?;
+        if source == l.here {
+            return Ok(());
+        }
+        let mut parcels = 0;
+        if let Ok((_, FrameBody::Parcels(mut runs))) = decode_frame(body) {
+            while let Ok(Some(run)) = runs.next_run() {
+                parcels += u64::from(run.count);
+            }
+        }
+        l.traffic
+            .sent
+            .parcels
+            .fetch_add(parcels, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    #[cfg(feature = "test-hooks")]
     /// The frame header of a parcel frame from `source` (version, kind,
     /// source) for hand-built test frames.
     pub fn frame_header(source: crate::LocalityId) -> Vec<u8> {

@@ -404,38 +404,9 @@ fn send_bumps_with_bad_replies() {
     courier::__private::send_raw_frame(&rt, LocalityId::ROOT, &body, 3).expect("raw send failed");
 }
 
-/// Panics raised inside Courier's own code (not in a test's actions), as
-/// `file:line: message`, recorded by a panic hook installed once.
-fn library_panics() -> &'static std::sync::Mutex<Vec<String>> {
-    static PANICS: std::sync::OnceLock<std::sync::Mutex<Vec<String>>> = std::sync::OnceLock::new();
-    PANICS.get_or_init(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if let Some(at) = info
-                .location()
-                .filter(|l| l.file().contains("courier/src/"))
-            {
-                let payload = info.payload();
-                let message = payload
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| payload.downcast_ref::<&str>().copied())
-                    .unwrap_or("?");
-                library_panics().lock().unwrap().push(format!(
-                    "{}:{}: {message}",
-                    at.file(),
-                    at.line()
-                ));
-            }
-            previous(info);
-        }));
-        std::sync::Mutex::new(Vec::new())
-    })
-}
-
 #[test]
 fn replies_to_localities_that_do_not_exist_are_dropped_and_the_rest_runs() {
-    library_panics();
+    common::library_panics();
     courier::launch(common::inproc(2), |rt| async move {
         BUMPS.store(0, std::sync::atomic::Ordering::SeqCst);
         rt.call(rt.locality(1), send_bumps_with_bad_replies, ())
@@ -448,7 +419,7 @@ fn replies_to_localities_that_do_not_exist_are_dropped_and_the_rest_runs() {
         Ok(())
     })
     .unwrap();
-    let panics = library_panics().lock().unwrap();
+    let panics = common::library_panics().lock().unwrap();
     assert!(panics.is_empty(), "Courier panicked: {panics:?}");
 }
 
@@ -483,4 +454,155 @@ fn an_unasked_shutdown_ack_does_not_hide_a_later_loss() {
         panic!("the job did not fail: {result:?}");
     };
     assert_eq!(lost[0].0, LocalityId::new(1), "{lost:?}");
+}
+
+/// How often each call of `tally` ran, by the index it was called with.
+/// Tests that run at once use different indexes.
+static TALLIES: [std::sync::atomic::AtomicU64; 32] =
+    [const { std::sync::atomic::AtomicU64::new(0) }; 32];
+
+#[courier::action]
+fn tally(index: u8) -> u8 {
+    TALLIES[usize::from(index)].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    index
+}
+
+/// How often each call of `tally` ran.
+fn tallies() -> Vec<u64> {
+    TALLIES
+        .iter()
+        .map(|t| t.load(std::sync::atomic::Ordering::SeqCst))
+        .collect()
+}
+
+/// One encoded call of `tally(index)` that wants no result.
+fn post_of_tally(index: u8) -> Vec<u8> {
+    vec![0, 1, index]
+}
+
+/// Locality 1 sends the root two runs of five calls of `tally`, each
+/// with calls that fail on their own: arguments that do not decode, a
+/// caller or continuation on a locality that does not exist, a
+/// continuation of an action that does not exist. The bad call comes
+/// first in the first run.
+#[courier::action]
+fn send_tallies_with_failing_calls() {
+    let bad_args = vec![0, 2, 0, 0]; // two bytes for a u8: does not decode
+    let mut caller_99 = vec![1];
+    caller_99.extend_from_slice(&99u32.to_le_bytes());
+    caller_99.extend_from_slice(&7u64.to_le_bytes());
+    let continuation = |locality: u32, action: u64, index: u8| {
+        let mut call = vec![2];
+        call.extend_from_slice(&locality.to_le_bytes());
+        call.extend_from_slice(&action.to_le_bytes());
+        call.extend_from_slice(&[0, 1, index]); // no caller
+        call
+    };
+    let first = [
+        bad_args.clone(),
+        [&caller_99[..], &[0, 1, 1]].concat(),
+        continuation(77, <tally as Action>::ID.to_bits(), 2),
+        continuation(0, 0xdead, 3),
+        post_of_tally(4),
+    ];
+    let second = [
+        [&caller_99[..], &[0, 1, 5]].concat(),
+        post_of_tally(6),
+        bad_args,
+        continuation(u32::MAX, <tally as Action>::ID.to_bits(), 8),
+        post_of_tally(9),
+    ];
+    let rt = courier::current();
+    for run in [first, second] {
+        let body = common::calls_frame(1, <tally as Action>::ID, 5, &run.concat());
+        courier::__private::send_raw_frame(&rt, LocalityId::ROOT, &body, 5)
+            .expect("raw send failed");
+    }
+}
+
+/// A call that fails (arguments that do not decode, a result for a
+/// locality that does not exist) fails alone: every other call of its
+/// run runs, once, wherever the bad one stands.
+#[test]
+fn a_failed_call_in_a_run_fails_alone() {
+    common::library_panics();
+    courier::launch(common::inproc(2), |rt| async move {
+        rt.call(rt.locality(1), send_tallies_with_failing_calls, ())
+            .await?;
+        rt.quiesce().await?;
+        // Index 0 and 7 had bad arguments; 3's continuation does not
+        // exist (the call itself ran).
+        assert_eq!(tallies()[..10], [0, 1, 1, 1, 1, 1, 1, 0, 1, 1]);
+        // The root still serves locality 1.
+        assert_eq!(rt.call(rt.locality(1), double, (21,)).await?, 42);
+        Ok(())
+    })
+    .unwrap();
+    let panics = common::library_panics().lock().unwrap();
+    assert!(panics.is_empty(), "Courier panicked: {panics:?}");
+}
+
+/// Locality 1 sends the root a run of five calls of `tally` (indexes
+/// from `base`) whose third is malformed (a reply tag no sender writes):
+/// no reader can tell where the calls after it start.
+#[courier::action]
+fn send_tallies_around_a_malformed_call(base: u8) {
+    let run = [
+        post_of_tally(base),
+        post_of_tally(base + 1),
+        vec![9, 1, base + 2],
+        post_of_tally(base + 3),
+        post_of_tally(base + 4),
+    ];
+    let body = common::calls_frame(1, <tally as Action>::ID, 5, &run.concat());
+    let rt = courier::current();
+    courier::__private::send_raw_frame(&rt, LocalityId::ROOT, &body, 5).expect("raw send failed");
+}
+
+/// A malformed call ends the run as a protocol error: the calls before it
+/// ran once, those after it do not run, and the sender learns it: the
+/// receiver drops the connection with a reason that counts the calls not
+/// run, so the sender's calls to it fail as lost and the job fails
+/// naming the cause.
+fn a_malformed_call_ends_its_run_loudly(config: Config, base: u8) {
+    let result = courier::launch(config, move |rt| async move {
+        let waiting = rt.call(rt.locality(1), never_returns, ());
+        rt.post(
+            rt.locality(1),
+            send_tallies_around_a_malformed_call,
+            (base,),
+        )?;
+        let err = waiting.await.unwrap_err();
+        assert!(err.is_peer_lost(), "{err}");
+        assert!(err.to_string().contains("malformed frame"), "{err}");
+        let base = usize::from(base);
+        let ran = &tallies()[base..base + 5];
+        assert_eq!(ran, [1, 1, 0, 0, 0]);
+        Ok(())
+    });
+    match result {
+        Err(Error::LocalitiesLost(lost)) => {
+            assert_eq!(lost[0].0, LocalityId::new(1));
+            assert!(
+                lost[0]
+                    .1
+                    .contains("3 of its 5 calls of `failures::tally` were not run"),
+                "{lost:?}"
+            );
+        }
+        other => panic!("the job did not fail: {other:?}"),
+    }
+}
+
+#[test]
+fn a_malformed_call_ends_its_run_loudly_inproc() {
+    a_malformed_call_ends_its_run_loudly(common::inproc(2), 10);
+}
+
+#[test]
+fn a_malformed_call_ends_its_run_loudly_tcp() {
+    a_malformed_call_ends_its_run_loudly(
+        common::tcp("a_malformed_call_ends_its_run_loudly_tcp", 2),
+        20,
+    );
 }

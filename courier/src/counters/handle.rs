@@ -37,6 +37,17 @@ impl Runtime {
     /// Serves every counter of the job at `http://ADDR/metrics` in the
     /// Prometheus text format until the returned server is dropped.
     ///
+    /// The server binds `addr` exactly as given and has no
+    /// authentication: anyone who can reach it reads every counter, so
+    /// prefer a loopback address (a non-loopback one is reported with a
+    /// `tracing` warning). It serves clients concurrently, bounds each
+    /// request's size and time, and dropping it returns promptly whatever
+    /// its clients are doing (see [`MetricsServer`]).
+    ///
+    /// # Errors
+    ///
+    /// Binding `addr` failed.
+    ///
     /// # Examples
     ///
     /// ```

@@ -25,7 +25,8 @@
 //!
 //! Inside: `handle` (those two methods), `name` (the grammar), `registry`
 //! (every counter type and how it is sampled from a locality's
-//! `runtime::Metrics`), `set`, `value`, `derived`, `print`, `prometheus`.
+//! `runtime::Metrics`), `set`, `value`, `derived`, `print`, `prometheus` (the exposition
+//! format) and `http` (the server of `/metrics`).
 //!
 //! The sources are cheap enough to stay on: each worker counts in plain
 //! fields and publishes them to its own cache-line-aligned atomics at
@@ -36,6 +37,7 @@
 
 mod derived;
 mod handle;
+mod http;
 mod name;
 mod print;
 mod prometheus;
@@ -43,8 +45,8 @@ mod registry;
 mod set;
 mod value;
 
+pub use http::MetricsServer;
 pub use print::CounterFormat;
 pub(crate) use print::{PrintOptions, Printer, list_counters};
-pub use prometheus::MetricsServer;
 pub use set::{CounterError, CounterSet};
 pub use value::{CounterKind, CounterValue, Histogram};

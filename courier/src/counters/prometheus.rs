@@ -1,5 +1,6 @@
-//! Counters over HTTP in the Prometheus text exposition format
-//! (`--counters-http ADDR`, then scrape `http://ADDR/metrics`).
+//! The Prometheus text exposition format of the counters, as served by
+//! the `http` module (`--counters-http ADDR`, then scrape
+//! `http://ADDR/metrics`).
 //!
 //! Every counter of every locality is served: `total` instances and, for
 //! per-worker counters, every `worker-thread#K`. A counter name maps to a
@@ -15,24 +16,17 @@
 //! `counter` with suffix `_total`, all others are `gauge`s.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread;
-use std::time::Duration;
 
 use super::name::{CounterName, Index, Instance};
 use super::registry;
-use super::set::CounterSet;
 use super::value::{CounterKind, CounterValue, Histogram};
-use crate::runtime::Runtime;
 
 /// The counters every scrape evaluates.
-const SCRAPED: [&str; 2] = ["/*{locality#*/total}/*", "/*{locality#*/worker-thread#*}/*"];
+pub(super) const SCRAPED: [&str; 2] =
+    ["/*{locality#*/total}/*", "/*{locality#*/worker-thread#*}/*"];
 
 /// The counters scraped once per action, with an `action` label.
-const PER_ACTION: [&str; 6] = [
+pub(super) const PER_ACTION: [&str; 6] = [
     "/parcels{locality#*/total}/count/*",
     "/data{locality#*/total}/count/*",
     "/coalescing{locality#*/total}/count/*",
@@ -40,110 +34,6 @@ const PER_ACTION: [&str; 6] = [
     "/coalescing{locality#*/total}/time/parcel-arrival-histogram",
     "/coalescing{locality#*/total}/parameter/*",
 ];
-
-/// An HTTP server of `/metrics`, started by [`Runtime::serve_metrics`].
-/// Stops when dropped.
-#[derive(Debug)]
-pub struct MetricsServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl MetricsServer {
-    /// The address it listens on (useful when started on port 0).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-}
-
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        // Unblock the accept call.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl MetricsServer {
-    /// The server behind [`Runtime::serve_metrics`].
-    pub(crate) fn start(rt: &Runtime, addr: SocketAddr) -> std::io::Result<MetricsServer> {
-        let listener = TcpListener::bind(addr)?;
-        let addr = listener.local_addr()?;
-        let mut names: Vec<String> = SCRAPED.iter().map(|s| (*s).to_owned()).collect();
-        for entry in crate::action::registry().entries() {
-            names.extend(
-                PER_ACTION
-                    .iter()
-                    .map(|pattern| format!("{pattern}@{}", entry.name())),
-            );
-        }
-        let set = rt
-            .counters(names)
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = Arc::clone(&stop);
-        let thread = thread::Builder::new()
-            .name("courier-metrics".into())
-            .spawn(move || serve(listener, set, &stopped))?;
-        Ok(MetricsServer {
-            addr,
-            stop,
-            thread: Some(thread),
-        })
-    }
-}
-
-fn serve(listener: TcpListener, mut set: CounterSet, stop: &AtomicBool) {
-    for stream in listener.incoming() {
-        if stop.load(Ordering::Acquire) {
-            return;
-        }
-        let Ok(stream) = stream else { continue };
-        if let Err(e) = answer(stream, &mut set) {
-            tracing::warn!("metrics: {e}");
-        }
-    }
-}
-
-/// Answers one HTTP/1.x request and closes the connection.
-fn answer(mut stream: TcpStream, set: &mut CounterSet) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let mut reader = BufReader::new(&stream);
-    let mut request = String::new();
-    reader.read_line(&mut request)?;
-    // Skip the headers.
-    let mut line = String::new();
-    while reader.read_line(&mut line)? > 2 {
-        line.clear();
-    }
-    let path = request.split_whitespace().nth(1).unwrap_or("");
-    let (status, content_type, body) = if request.starts_with("GET ") && path == "/metrics" {
-        match futures::executor::block_on(set.evaluate(false)) {
-            Ok(values) => (
-                "200 OK",
-                "text/plain; version=0.0.4; charset=utf-8",
-                exposition(&values),
-            ),
-            Err(e) => ("500 Internal Server Error", "text/plain", format!("{e}\n")),
-        }
-    } else {
-        (
-            "404 Not Found",
-            "text/plain",
-            "only /metrics is served here\n".to_owned(),
-        )
-    };
-    write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    stream.flush()
-}
 
 /// The metric-name suffix of a counter unit, and the factor from the
 /// counter's unit to the metric's (Prometheus wants seconds, not ns).

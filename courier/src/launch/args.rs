@@ -104,7 +104,9 @@ pub struct RuntimeArgs {
     /// List every counter type with its unit and help, then exit.
     #[arg(long)]
     pub list_counters: bool,
-    /// Serve every counter at http://ADDR/metrics (Prometheus text format).
+    /// Serve every counter at http://ADDR/metrics (Prometheus text format),
+    /// bound by the root exactly at ADDR. No authentication: prefer a
+    /// loopback address (a non-loopback one is served with a warning).
     #[arg(long, value_name = "ADDR")]
     pub counters_http: Option<SocketAddr>,
 }

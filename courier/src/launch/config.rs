@@ -601,6 +601,12 @@ impl Config {
 
     /// Serves every counter at `http://ADDR/metrics` in the Prometheus text
     /// format while the job runs (see [`Runtime::serve_metrics`](crate::Runtime::serve_metrics)).
+    /// Default: not served.
+    ///
+    /// The root locality binds `ADDR` exactly as given. The endpoint has
+    /// no authentication: anyone who can reach `ADDR` reads every counter
+    /// (action names and traffic included). Prefer a loopback address such
+    /// as `127.0.0.1:9100`; a non-loopback one is served with a warning.
     pub fn counters_http(mut self, addr: SocketAddr) -> Self {
         self.counters_http = Some(addr);
         self

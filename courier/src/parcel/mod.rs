@@ -10,6 +10,8 @@
 //! - `pending`: the table of calls waiting for their results,
 //!   [`CallFuture`] and [`BatchFuture`].
 //! - `error`: [`CallError`], why a call produced no result.
+//! - `fuzz` (tests and the `test-hooks` feature only): valid frames,
+//!   mutated, fed to every decoder.
 //!
 //! A frame built by a coalescing buffer holds one *run*: the parcels of one
 //! action for one destination, the action named once in the run's header.
@@ -20,6 +22,8 @@ mod decode;
 mod encode;
 mod error;
 mod frame;
+#[cfg(any(test, feature = "test-hooks"))]
+mod fuzz;
 mod pending;
 #[cfg(test)]
 mod samples;
@@ -30,6 +34,8 @@ pub(crate) use decode::decode;
 pub use error::CallError;
 pub(crate) use error::{Failure, FrameTooLarge, RemoteError, panic_message};
 pub(crate) use frame::{EncodeError, FrameBuilder, FrameMark, encode_control};
+#[cfg(feature = "test-hooks")]
+pub use fuzz::FuzzFrames;
 pub use pending::{BatchFuture, CallFuture};
 pub(crate) use pending::{BatchResults, Path, PendingCall, PendingTable, Response};
 pub use segments::{

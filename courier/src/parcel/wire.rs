@@ -353,6 +353,12 @@ impl<'a> ParcelReader<'a> {
         r
     }
 
+    /// Parcels the run's header counted that were not read yet (a parcel
+    /// that failed to decode counts as read).
+    pub(crate) fn left(&self) -> u32 {
+        self.left
+    }
+
     /// Checks that the body held exactly the parcels its header counted.
     pub(crate) fn finish(&self) -> Result<(), DecodeError> {
         match self.r.rest().len() {

@@ -6,7 +6,10 @@
 //! A frame is checked as far as its run headers before anything runs; a
 //! malformed parcel inside a run of calls is found by the task that runs
 //! it, which then drops the sender as one that broke the protocol (the
-//! calls before it have run).
+//! calls before it have run; the reason counts the calls that did not).
+//! A call that is well formed but fails (arguments that do not decode, a
+//! panic, a result for a locality that does not exist) fails alone: the
+//! other calls of its run still run.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -220,7 +223,8 @@ impl Locality {
         true
     }
 
-    /// Runs the calls of one run; a malformed one drops `source`.
+    /// Runs the calls of one run; a malformed one ends the run and drops
+    /// `source`, saying how many calls were not run.
     fn run_calls(
         self: &Arc<Self>,
         source: LocalityId,
@@ -246,11 +250,29 @@ impl Locality {
             }
             None => self.refuse_calls(action, &mut calls),
         };
-        if let Err(e) = result.and_then(|()| calls.finish()) {
-            let reason = format!("malformed frame from {source}: {e}");
-            self.transport.drop_peer(source, &reason);
-            self.peer_lost(source, reason);
+        // A malformed call: where the calls after it start cannot be
+        // known, so they cannot run. The reason says how many calls did
+        // not run, and dropping the sender tells it (its calls here fail
+        // as lost, naming the reason).
+        let (error, not_run) = match result {
+            Err(e) => (e, calls.left().saturating_add(1)),
+            Ok(()) => match calls.finish() {
+                Err(e) => (e, 0),
+                Ok(()) => return,
+            },
+        };
+        let mut reason = format!("malformed frame from {source}: {error}");
+        if not_run > 0 {
+            let name = registry()
+                .lookup(action)
+                .map_or("an unknown action", |(_, entry)| entry.name());
+            reason.push_str(&format!(
+                "; {not_run} of its {count} calls of `{name}` were not run \
+                 (the malformed one and those after it)"
+            ));
         }
+        self.transport.drop_peer(source, &reason);
+        self.peer_lost(source, reason);
     }
 
     /// Answers every call of an action this binary does not have.

@@ -171,3 +171,32 @@ pub fn calls_frame(source: u32, action: courier::ActionId, count: u32, calls: &[
     body.extend_from_slice(calls);
     body
 }
+
+/// Panics raised inside Courier's own code (not in a test's actions), as
+/// `file:line: message`, recorded by a panic hook installed once.
+pub fn library_panics() -> &'static std::sync::Mutex<Vec<String>> {
+    static PANICS: std::sync::OnceLock<std::sync::Mutex<Vec<String>>> = std::sync::OnceLock::new();
+    PANICS.get_or_init(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Some(at) = info
+                .location()
+                .filter(|l| l.file().contains("courier/src/"))
+            {
+                let payload = info.payload();
+                let message = payload
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| payload.downcast_ref::<&str>().copied())
+                    .unwrap_or("?");
+                library_panics().lock().unwrap().push(format!(
+                    "{}:{}: {message}",
+                    at.file(),
+                    at.line()
+                ));
+            }
+            previous(info);
+        }));
+        std::sync::Mutex::new(Vec::new())
+    })
+}
