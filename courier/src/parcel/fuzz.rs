@@ -31,7 +31,7 @@ use super::wire::{
 use crate::ids::{ActionId, LocalityId};
 
 /// The number of [`Control`] variants (see [`variant`]).
-const CONTROL_VARIANTS: usize = 13;
+const CONTROL_VARIANTS: usize = 15;
 
 /// Offset of the run header's count within a run (from the run's start).
 const RUN_COUNT: usize = 1 + 8;
@@ -161,7 +161,9 @@ fn caller(rng: &mut Rng) -> Caller {
 /// A reply of any kind.
 fn reply(rng: &mut Rng, source: LocalityId) -> ReplyTo {
     match rng.below(5) {
-        0 => ReplyTo::Nobody,
+        0 => ReplyTo::Post {
+            origin: if rng.one_in(2) { source } else { locality(rng) },
+        },
         1 => ReplyTo::Caller(caller(rng)),
         // Elided on the wire: the caller is the frame's source.
         2 => ReplyTo::Caller(Caller {
@@ -242,7 +244,15 @@ fn control(rng: &mut Rng, variant: usize) -> Control {
         9 => Control::Credit { bytes: n },
         10 => Control::Borrow { bytes: n },
         11 => Control::Lent { bytes: n },
-        _ => Control::GiveBack { bytes: n },
+        12 => Control::GiveBack { bytes: n },
+        13 => Control::PostsFailed {
+            origin: rng.next() as u32,
+            at: rng.next() as u32,
+            action: rng.next(),
+            count: n,
+            error: text(rng),
+        },
+        _ => Control::Heartbeat,
     }
 }
 
@@ -671,6 +681,8 @@ mod tests {
             Control::Borrow { .. } => 10,
             Control::Lent { .. } => 11,
             Control::GiveBack { .. } => 12,
+            Control::PostsFailed { .. } => 13,
+            Control::Heartbeat => 14,
         }
     }
 
