@@ -606,3 +606,33 @@ fn a_malformed_call_ends_its_run_loudly_tcp() {
         20,
     );
 }
+
+/// Locality 2 sends locality `dest` a `Shutdown` only the root may send
+/// (a control frame: kind 1, `Control::Shutdown`, variant 2).
+#[courier::action]
+fn send_forged_shutdown(dest: u32) {
+    let rt = courier::current();
+    let mut body = courier::__private::frame_header(rt.here());
+    body[1] = 1; // a control frame
+    body.push(2); // Shutdown
+    courier::__private::send_raw_frame(&rt, LocalityId::new(dest), &body, 0)
+        .expect("raw send failed");
+}
+
+/// A member's `Shutdown` used to stop the locality it was sent to: its
+/// calls then failed as if the job were over.
+#[test]
+fn a_members_shutdown_is_ignored() {
+    let result = courier::launch(
+        common::tcp("a_members_shutdown_is_ignored", 3),
+        |rt| async move {
+            rt.call(rt.locality(2), send_forged_shutdown, (1,)).await?;
+            std::thread::sleep(Duration::from_millis(100));
+            for x in 0..10 {
+                assert_eq!(rt.call(rt.locality(1), double, (x,)).await?, 2 * x);
+            }
+            Ok(())
+        },
+    );
+    assert!(result.is_ok(), "{result:?}");
+}

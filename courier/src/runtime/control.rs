@@ -11,6 +11,23 @@ impl Locality {
         let Some(control) = self.handle_collective(source, control) else {
             return;
         };
+        // Termination is the root's: only it asks and stops, only it is
+        // answered. A member sending these forges them.
+        let root = LocalityId::ROOT;
+        let forged = match &control {
+            Control::QuiescenceQuery { .. } | Control::Shutdown => source != root,
+            Control::QuiescenceReport { .. } | Control::MainDone { .. } => self.here != root,
+            _ => false,
+        };
+        if forged {
+            report!(
+                warn,
+                self.here,
+                "ignored a termination message from {source} that only the root may send or \
+                 receive"
+            );
+            return;
+        }
         match control {
             Control::QuiescenceQuery { wave } => {
                 let counts = self.activity();
