@@ -22,7 +22,19 @@
 //! [`MAX_PAUSE`] on a condition variable that new work signals.
 //!
 //! A failed peer aborts the whole job (MPI's default error handler), so
-//! `Sink::peer_lost` is only used for a peer that breaks the frame protocol.
+//! `Sink::peer_lost` is used for a peer that breaks the frame protocol and
+//! for one the failure detector (`runtime/liveness.rs`: heartbeats travel
+//! as MPI messages) finds silent: stopped, or hung outside Courier.
+//!
+//! Courier deliberately keeps `MPI_ERRORS_ARE_FATAL` on its communicator
+//! rather than `MPI_ERRORS_RETURN`: the rsmpi 0.8 calls this transport
+//! makes discard MPI's return codes (`immediate_send_with_tag` keeps only
+//! the request of `MPI_Isend`; `Request::test` ignores the code of
+//! `MPI_Test` and asserts on the request it leaves), so under
+//! `MPI_ERRORS_RETURN` a failed operation would pass unnoticed (a frame
+//! lost in silence) or panic a worker. Returning errors needs these calls
+//! made through `mpi-sys` with every code checked; until then a failed
+//! rank ends the job through the MPI library, as it does by default.
 
 mod funnel;
 mod process;
