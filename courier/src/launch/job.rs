@@ -130,6 +130,11 @@ fn remove_secret_from_environment() {
     unsafe { std::env::remove_var("COURIER_SECRET") };
 }
 
+/// How long the root waits for a child it declared lost to exit before it
+/// kills it: a crashed one has exited already; a stopped or hung one
+/// never will.
+const LOST_EXIT_TIMEOUT: Duration = Duration::from_millis(200);
+
 /// The processes a self-launching root or a launcher started. Killed if
 /// dropped before they exited (a failed start-up must not leave orphans).
 #[derive(Debug, Default)]
@@ -167,12 +172,23 @@ impl Children {
     }
 
     /// Waits for every child to exit, killing those that take longer than
-    /// `timeout`. Returns how each one ended, for error messages.
-    pub(crate) fn wait(&mut self, timeout: Duration) -> Vec<(LocalityId, String)> {
-        let deadline = Instant::now() + timeout;
+    /// `timeout`, and those of `lost` (the job declared them lost: dead
+    /// already, or stopped or hung) after [`LOST_EXIT_TIMEOUT`]. Returns how
+    /// each one ended, for error messages.
+    pub(crate) fn wait(
+        &mut self,
+        timeout: Duration,
+        lost: &[LocalityId],
+    ) -> Vec<(LocalityId, String)> {
+        let start = Instant::now();
         let mut exits = Vec::new();
         for (rank, child) in std::mem::take(&mut self.0) {
-            exits.push((rank, wait_child(rank, child, deadline)));
+            let limit = if lost.contains(&rank) {
+                LOST_EXIT_TIMEOUT.min(timeout)
+            } else {
+                timeout
+            };
+            exits.push((rank, wait_child(rank, child, start + limit)));
         }
         exits
     }

@@ -284,7 +284,11 @@ fn self_launch<T: Send + 'static>(config: &Config, main: Main<'_, T>) -> Result<
     )?;
     let result = run_root(config, &root, main);
     root.stop();
-    let exits = children.wait(CHILD_EXIT_TIMEOUT);
+    let lost: Vec<LocalityId> = match &result {
+        Err(Error::LocalitiesLost(lost)) => lost.iter().map(|(l, _)| *l).collect(),
+        _ => Vec::new(),
+    };
+    let exits = children.wait(CHILD_EXIT_TIMEOUT, &lost);
     match result {
         Err(Error::LocalitiesLost(lost)) => Err(Error::LocalitiesLost(
             lost.into_iter()
