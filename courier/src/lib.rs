@@ -33,6 +33,7 @@
 //! ```text
 //! launch      Config, launch, launch_spmd, the rendezvous, `courier run`'s launcher
 //! counters    performance counters: names, registry, sets, printers, Prometheus
+//! par         parallel loops on a locality's workers: for_each, map_reduce, chunking
 //! runtime     Locality, the Runtime handle; send → receive → respond; credit
 //!             and the inbox, segmented calls; control, termination,
 //!             collectives, per-locality state, sleep
@@ -64,6 +65,7 @@ pub mod counters;
 mod flow;
 mod ids;
 mod launch;
+pub mod par;
 mod parcel;
 mod runtime;
 mod sched;

@@ -21,6 +21,7 @@ const STACK: &[&[&str]] = &[
     &["action"],
     &["aggregate"],
     &["runtime"],
+    &["par"],
     &["counters"],
     &["launch"],
 ];

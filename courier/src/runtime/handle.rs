@@ -161,6 +161,21 @@ impl Runtime {
         (0..self.locality.count).map(LocalityId::new)
     }
 
+    /// This locality's worker threads.
+    pub(crate) fn worker_count(&self) -> usize {
+        self.locality.sched.workers()
+    }
+
+    /// The average cost of scheduling a task on this locality so far
+    /// (`/threads/time/average-overhead`), once it has run enough tasks to
+    /// say (a thousand).
+    pub(crate) fn task_overhead_ns(&self) -> Option<f64> {
+        let snapshot = self.locality.sched.snapshot();
+        let total = snapshot.total();
+        (total.finished >= 1000)
+            .then(|| total.func_ns.saturating_sub(total.exec_ns) as f64 / total.finished as f64)
+    }
+
     /// Spawns a task on this locality's scheduler.
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where

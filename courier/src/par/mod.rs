@@ -1,0 +1,32 @@
+//! Parallel loops: run the iterations of a range on this locality's
+//! workers, in chunks, each chunk a task.
+//!
+//! How big a chunk is decides whether a loop is fast: a chunk much shorter
+//! than the cost of a task ([`/threads/time/average-overhead`], about 200 ns
+//! here) spends its time scheduling; a chunk so long that there are fewer
+//! chunks than workers leaves workers idle. [`Chunking::Static`] takes the
+//! size from the program; [`Chunking::Auto`] measures it (HPX's
+//! `auto_chunk_size` is the model; see `chunk.rs`):
+//!
+//! 1. it runs the first iterations in the calling task, doubling their
+//!    number until they took 20 µs or the range ends,
+//!    which gives the time of one iteration, `t`;
+//! 2. it sizes chunks to last `λ_min × o`, where `o` is the task overhead
+//!    this locality measured so far (at least its floor) and `λ_min` =
+//!    [`LAMBDA_MIN`]: the ratio of a task's duration to its overhead past
+//!    which a larger task no longer helps (measured; see its docs);
+//! 3. it caps the size so that every worker gets at least
+//!    four chunks to steal from each other, when the range is long enough.
+//!
+//! The loops are `async`: the calling task awaits its chunks, and its
+//! worker runs chunks meanwhile. The body is `Fn + Send + Sync + 'static`
+//! (shared by every chunk through an `Arc`): borrow data by putting it in
+//! an `Arc` too.
+//!
+//! [`/threads/time/average-overhead`]: crate::counters
+
+mod chunk;
+mod loops;
+
+pub use chunk::{Chunking, LAMBDA_MIN};
+pub use loops::{LoopReport, for_each, map_reduce};

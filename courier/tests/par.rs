@@ -1,0 +1,139 @@
+//! Parallel loops (issue #16): every index runs exactly once whatever the
+//! chunking, results combine in the order of the range, `Auto` sizes chunks
+//! from what the iterations cost, and a panicking body fails the awaiting
+//! task.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use courier::Error;
+use courier::par::{self, Chunking, LoopReport};
+
+fn check_report(report: &LoopReport, len: usize) {
+    let chunked = len - report.measured;
+    assert_eq!(report.chunks, chunked.div_ceil(report.chunk), "{report:?}");
+    assert!(report.chunk >= 1, "{report:?}");
+}
+
+#[test]
+fn every_index_runs_exactly_once() {
+    let config = common::inproc(1).workers(2);
+    courier::launch(config, |_rt| async move {
+        // The last is reversed, hence empty, on purpose.
+        #[allow(clippy::reversed_empty_ranges)]
+        let ranges = [0..0, 5..5, 0..1, 3..1000, 0..100_000, 7..3];
+        let chunkings = [
+            Chunking::Static(0),
+            Chunking::Static(1),
+            Chunking::Static(7),
+            Chunking::Static(1 << 20),
+            Chunking::Auto,
+        ];
+        for range in ranges {
+            for chunking in chunkings {
+                let end = range.end.max(range.start);
+                let seen: Arc<Vec<AtomicU8>> =
+                    Arc::new((0..end + 10).map(|_| AtomicU8::new(0)).collect());
+                let counts = Arc::clone(&seen);
+                let report = par::for_each(range.clone(), chunking, move |i| {
+                    counts[i].fetch_add(1, Ordering::Relaxed);
+                })
+                .await;
+                for (i, n) in seen.iter().enumerate() {
+                    let expected = u8::from(range.contains(&i));
+                    assert_eq!(
+                        n.load(Ordering::Relaxed),
+                        expected,
+                        "index {i} of {range:?} with {chunking:?}"
+                    );
+                }
+                check_report(&report, range.len());
+                if let Chunking::Static(n) = chunking {
+                    assert_eq!(report.chunk, n.max(1));
+                    assert_eq!(report.measured, 0);
+                }
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn map_reduce_combines_in_the_order_of_the_range() {
+    let config = common::inproc(1).workers(2);
+    courier::launch(config, |_rt| async move {
+        for chunking in [Chunking::Static(1), Chunking::Static(33), Chunking::Auto] {
+            // Concatenation: associative, not commutative.
+            let (report, all) = par::map_reduce(
+                10..5000,
+                chunking,
+                Vec::new(),
+                |i| vec![i],
+                |mut a, b| {
+                    a.extend(b);
+                    a
+                },
+            )
+            .await;
+            assert_eq!(all, (10..5000).collect::<Vec<_>>(), "{chunking:?}");
+            check_report(&report, 4990);
+            let (_, sum) =
+                par::map_reduce(0..100_000, chunking, 0u64, |i| i as u64, |a, b| a + b).await;
+            assert_eq!(sum, 99_999 * 100_000 / 2);
+        }
+        Ok(())
+    })
+    .unwrap();
+}
+
+fn spin(d: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+#[test]
+fn auto_chunks_cheap_iterations_together_and_expensive_ones_apart() {
+    let config = common::inproc(1).workers(2);
+    courier::launch(config, |_rt| async move {
+        let cheap = par::for_each(0..1_000_000, Chunking::Auto, |i| {
+            std::hint::black_box(i);
+        })
+        .await;
+        let costly =
+            par::for_each(0..200, Chunking::Auto, |_| spin(Duration::from_micros(200))).await;
+        assert!(cheap.chunk >= 100, "{cheap:?}");
+        assert!(
+            cheap.chunks >= 8,
+            "every worker gets chunks to share: {cheap:?}"
+        );
+        // A chunk of λ_min task overheads holds about one 200 µs iteration.
+        assert!(costly.chunk <= 4, "{costly:?}");
+        assert!(costly.chunk * 100 <= cheap.chunk, "{costly:?} {cheap:?}");
+        assert!(costly.measured <= 2, "{costly:?}");
+        assert!(costly.iteration_ns.unwrap() >= 200_000.0, "{costly:?}");
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_panicking_body_fails_the_task_that_awaits_the_loop() {
+    let config = common::inproc(1).workers(2);
+    let result = courier::launch(config, |_rt| async move {
+        par::for_each(0..1000, Chunking::Static(10), |i| {
+            assert!(i != 567, "index {i}")
+        })
+        .await;
+        Ok(())
+    });
+    let Err(Error::MainPanicked(message)) = result else {
+        panic!("the loop's panic was lost: {result:?}");
+    };
+    assert!(message.contains("index 567"), "{message}");
+}
