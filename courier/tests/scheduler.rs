@@ -118,3 +118,27 @@ fn spawned_from_outside() {
     .unwrap();
     assert_eq!(total, (0..500).sum::<u64>());
 }
+
+/// A task that keeps yielding on the only worker used to starve the tasks
+/// other threads spawn (they wait in the shared queue, which the worker
+/// looked at only when its own was empty): the monitor thread's deliveries
+/// and the timer's wake-ups among them.
+#[test]
+fn a_yielding_task_does_not_starve_tasks_spawned_from_other_threads() {
+    common::with_deadline("a yield loop", std::time::Duration::from_secs(30), || {
+        courier::launch(common::inproc(1).workers(1), |rt| async move {
+            let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let (outside, flag) = (rt.clone(), std::sync::Arc::clone(&done));
+            std::thread::spawn(move || {
+                drop(outside.spawn(async move {
+                    flag.store(true, std::sync::atomic::Ordering::Release);
+                }));
+            });
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                courier::yield_now().await;
+            }
+            Ok(())
+        })
+        .unwrap();
+    });
+}

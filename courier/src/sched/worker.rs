@@ -153,6 +153,11 @@ struct WorkerLoop<'a> {
 /// to the next. A guess, tune me.
 const GAP_SAMPLE_EVERY: u64 = 8;
 
+/// Polls between two looks at the shared queue before the worker's own:
+/// tokio's `global_queue_interval` default, a prime so that it does not
+/// beat with other periodic work.
+const INJECTOR_INTERVAL: u64 = 61;
+
 impl WorkerLoop<'_> {
     fn run(&mut self) {
         let mut since_background = 0u32;
@@ -277,6 +282,15 @@ impl WorkerLoop<'_> {
     }
 
     fn find_task(&mut self) -> Option<Runnable> {
+        // Now and then the shared queue first: a task that keeps
+        // rescheduling itself here (a `yield_now` loop) must not starve the
+        // tasks other threads spawn or wake (the monitor thread's
+        // deliveries, the timer's wake-ups, the program's main thread).
+        if self.stats.polls % INJECTOR_INTERVAL == INJECTOR_INTERVAL - 1 {
+            if let Steal::Success(runnable) = self.sched.injector.steal() {
+                return Some(runnable);
+            }
+        }
         if let Some(runnable) = self.local.queue.pop() {
             return Some(runnable);
         }

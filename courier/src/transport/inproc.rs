@@ -62,6 +62,10 @@ pub(crate) struct Inproc {
     here: LocalityId,
     fabric: Arc<Fabric>,
     max_frame_bytes: usize,
+    /// Held while taking frames out of the inbox and delivering them: one
+    /// thread at a time delivers (a worker, or the monitor thread), so
+    /// that frames reach the sink in the order they were sent.
+    delivering: Mutex<()>,
 }
 
 impl std::fmt::Debug for Inproc {
@@ -79,6 +83,7 @@ impl Inproc {
             here,
             fabric,
             max_frame_bytes,
+            delivering: Mutex::new(()),
         }
     }
 
@@ -147,11 +152,18 @@ impl Transport for Inproc {
     }
 
     fn poll(&self, sink: &dyn Sink) -> bool {
+        // Whoever delivers now delivers what is queued, in order.
+        let Some(_delivering) = self.delivering.try_lock() else {
+            return false;
+        };
         let batch = std::mem::take(&mut self.inbox().state.lock().queue);
         self.deliver(sink, batch)
     }
 
     fn block(&self, sink: &dyn Sink, timeout: Duration) -> BlockOutcome {
+        let Some(_delivering) = self.delivering.try_lock() else {
+            return BlockOutcome::Busy;
+        };
         let batch = {
             let inbox = self.inbox();
             let mut state = inbox.state.lock();

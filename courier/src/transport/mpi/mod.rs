@@ -117,6 +117,10 @@ pub(crate) struct Mpi {
     /// Peers that broke the protocol: their frames are dropped. (MPI cannot
     /// close one connection; a failed peer aborts the job.)
     dropped: Mutex<Vec<LocalityId>>,
+    /// Held while receiving and delivering: one thread at a time delivers
+    /// (a worker, or the monitor thread), so that frames reach the sink in
+    /// the order MPI received them.
+    delivering: Mutex<()>,
 }
 
 impl std::fmt::Debug for Mpi {
@@ -156,6 +160,7 @@ impl Mpi {
             engine,
             wakeup,
             dropped: Mutex::new(Vec::new()),
+            delivering: Mutex::new(()),
         }
     }
 
@@ -188,6 +193,15 @@ impl Mpi {
     /// One round of progress; returns whether anything happened. `wait`
     /// says whether to wait for the lock of worker-driven progress.
     fn progress(&self, sink: &dyn Sink, wait: bool) -> bool {
+        let Some(_delivering) = self.delivering.try_lock() else {
+            // Another thread is receiving; sends still progress.
+            if let Engine::Workers(state) = &self.engine {
+                if let Some(mut state) = state.try_lock() {
+                    return state.progress_sends();
+                }
+            }
+            return false;
+        };
         match &self.engine {
             Engine::Workers(state) => {
                 let state = if wait {
