@@ -143,6 +143,17 @@ fn ig_reads_every_value_in_every_mode() {
 }
 
 #[test]
+fn the_stencil_matches_the_serial_solution_to_the_bit() {
+    for chunk in ["auto", "7"] {
+        assert_clean(
+            env!("CARGO_BIN_EXE_stencil"),
+            &["--nx", "2000", "--steps", "20", "--chunk", chunk],
+            &["wrong=0"],
+        );
+    }
+}
+
+#[test]
 fn randomaccess_leaves_no_error() {
     assert_clean(
         env!("CARGO_BIN_EXE_randomaccess"),
