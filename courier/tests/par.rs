@@ -137,3 +137,35 @@ fn a_panicking_body_fails_the_task_that_awaits_the_loop() {
     };
     assert!(message.contains("index 567"), "{message}");
 }
+
+#[test]
+fn the_task_overhead_and_lambda_min_are_counters() {
+    let config = common::inproc(1).workers(2);
+    courier::launch(config, |rt| async move {
+        let report = par::for_each(0..100_000, Chunking::Auto, |i| {
+            std::hint::black_box(i);
+        })
+        .await;
+        let values = rt
+            .counters([
+                "/par{locality#0/total}/time/task-overhead",
+                "/par{locality#0/total}/parameter/lambda-min",
+            ])?
+            .evaluate(false)
+            .await?;
+        let overhead = values[0].value;
+        // Spawning, running and joining an empty task: more than a
+        // nanosecond, far less than a millisecond.
+        assert!(overhead > 1.0 && overhead < 1e6, "{overhead} ns");
+        assert_eq!(values[1].value, par::LAMBDA_MIN);
+        // Auto sized its chunks from it: λ_min overheads of the iteration
+        // time (or the share of the range four chunks per worker leave).
+        let target = par::LAMBDA_MIN * overhead.max(150.0) / report.iteration_ns.unwrap().max(0.01);
+        assert!(
+            report.chunk as f64 <= target.ceil() && report.chunk <= 100_000usize.div_ceil(8),
+            "{report:?}, overhead {overhead} ns"
+        );
+        Ok(())
+    })
+    .unwrap();
+}

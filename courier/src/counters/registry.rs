@@ -730,6 +730,18 @@ pub(crate) static TYPES: &[CounterType] = &[
         "connections turned away: strangers, handshakes too slow or over the cap, late connections",
         |s| Raw::Count(s.metrics.rejected_connections())
     ),
+    locality_counter!(
+        "/par/parameter/lambda-min",
+        "",
+        "the ratio of a chunk's duration to the task overhead that auto-chunked parallel loops aim at",
+        |_s| Raw::Gauge(crate::par::LAMBDA_MIN)
+    ),
+    locality_counter!(
+        "/par/time/task-overhead",
+        "ns",
+        "what a task costs a parallel loop (spawn, run, join), measured once per process by the first auto-chunked loop (0 before)",
+        |_s| Raw::Gauge(crate::par::measured_task_overhead_ns().unwrap_or(0.0))
+    ),
     CounterType {
         name: "/parcels/count/failed",
         unit: "",

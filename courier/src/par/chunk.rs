@@ -27,12 +27,11 @@ pub enum Chunking {
 /// The ratio of a chunk's duration to the task overhead that
 /// [`Chunking::Auto`] aims at: the smallest at which making chunks larger
 /// no longer helps. By the overhead alone, `d / (d + o) ≥ 99 %` needs only
-/// `d ≥ 99·o`, but a chunk also costs its parent the spawn and the join,
-/// which the worker's overhead counter does not see: measured with the
-/// `loops` app on a 2-core machine (BENCHMARKS.md, issue #16), λ = 100
-/// left auto 4–10 % behind the best static chunk on a 2 ns body, and 500
-/// brings bodies of 2 ns, 0.2 µs and 0.2 ms within 3 %. A constant for
-/// now; measuring it at start-up is issue #16's next step.
+/// `d ≥ 99·o`; measured with the `loops` app on a 2-core machine
+/// (BENCHMARKS.md, issue #16), λ = 100 left auto 4–10 % behind the best
+/// static chunk on a 2 ns body, and 500 brings bodies of 2 ns, 0.2 µs and
+/// 0.2 ms within 5 % (served as `/par/parameter/lambda-min`). A constant
+/// for now; measuring it at start-up is issue #16's next step.
 pub const LAMBDA_MIN: f64 = 500.0;
 
 /// How long [`Chunking::Auto`] measures before it sizes chunks: long enough

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::chunk::{Chunking, MEASURE, auto_size};
+use super::overhead::task_overhead_ns;
 use crate::clock::clock;
 use crate::runtime::{Runtime, current};
 
@@ -103,7 +104,8 @@ where
             let (folded, measured, ns) = measure(next..end, acc, &map, &reduce);
             acc = folded;
             next += measured;
-            let size = auto_size(end - next, ns, overhead_ns(&rt), rt.worker_count());
+            let overhead = task_overhead_ns(&rt).await.max(worker_overhead_ns(&rt));
+            let size = auto_size(end - next, ns, overhead, rt.worker_count());
             (size, Some(ns))
         }
     };
@@ -158,7 +160,7 @@ where
     (acc, ran, elapsed.as_nanos() as f64 / ran.max(1) as f64)
 }
 
-/// The task overhead this locality measured so far, in ns.
-fn overhead_ns(rt: &Runtime) -> f64 {
+/// The scheduling overhead this locality's workers measured so far, in ns.
+fn worker_overhead_ns(rt: &Runtime) -> f64 {
     rt.task_overhead_ns().unwrap_or(0.0)
 }

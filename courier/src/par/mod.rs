@@ -11,8 +11,10 @@
 //! 1. it runs the first iterations in the calling task, doubling their
 //!    number until they took 20 µs or the range ends,
 //!    which gives the time of one iteration, `t`;
-//! 2. it sizes chunks to last `λ_min × o`, where `o` is the task overhead
-//!    this locality measured so far (at least its floor) and `λ_min` =
+//! 2. it sizes chunks to last `λ_min × o`, where `o` is what a task costs
+//!    the loop (spawn, run, join: measured once per process by spawning
+//!    and joining 256 empty tasks, `/par/time/task-overhead`; at least the
+//!    workers' own `/threads/time/average-overhead`) and `λ_min` =
 //!    [`LAMBDA_MIN`]: the ratio of a task's duration to its overhead past
 //!    which a larger task no longer helps (measured; see its docs);
 //! 3. it caps the size so that every worker gets at least
@@ -27,6 +29,9 @@
 
 mod chunk;
 mod loops;
+mod overhead;
 
 pub use chunk::{Chunking, LAMBDA_MIN};
 pub use loops::{LoopReport, for_each, map_reduce};
+
+pub(crate) use overhead::measured_ns as measured_task_overhead_ns;
