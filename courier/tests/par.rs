@@ -160,7 +160,7 @@ fn the_task_overhead_and_lambda_min_are_counters() {
         assert_eq!(values[1].value, par::LAMBDA_MIN);
         // Auto sized its chunks from it: λ_min overheads of the iteration
         // time (or the share of the range four chunks per worker leave).
-        let target = par::LAMBDA_MIN * overhead.max(150.0) / report.iteration_ns.unwrap().max(0.01);
+        let target = par::LAMBDA_MIN * overhead.max(50.0) / report.iteration_ns.unwrap().max(0.01);
         assert!(
             report.chunk as f64 <= target.ceil() && report.chunk <= 100_000usize.div_ceil(8),
             "{report:?}, overhead {overhead} ns"

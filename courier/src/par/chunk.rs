@@ -26,23 +26,27 @@ pub enum Chunking {
 
 /// The ratio of a chunk's duration to the task overhead that
 /// [`Chunking::Auto`] aims at: the smallest at which making chunks larger
-/// no longer helps. By the overhead alone, `d / (d + o) ≥ 99 %` needs only
-/// `d ≥ 99·o`; measured with the `loops` app on a 2-core machine
-/// (BENCHMARKS.md, issue #16), λ = 100 left auto 4–10 % behind the best
-/// static chunk on a 2 ns body, and 500 brings bodies of 2 ns, 0.2 µs and
-/// 0.2 ms within 5 % (served as `/par/parameter/lambda-min`). A constant
-/// for now; measuring it at start-up is issue #16's next step.
-pub const LAMBDA_MIN: f64 = 500.0;
+/// no longer helps. By the overhead alone, `d / (d + o) ≥ 99 %` would need
+/// only `d ≥ 99·o`; a chunk also costs what the overhead does not show
+/// (cold caches, the join, the last chunks finishing one worker at a
+/// time). Measured with the `loops` app on a 2-core machine, `o` being the
+/// warm spawn-run-join cost (`/par/time/task-overhead`, 80 ns on one
+/// worker, 160 on two): at 1,000 and at 2,000, auto is within 4 % of the
+/// best static chunk on bodies of 2 ns, 0.2 µs and 0.2 ms, so 1,000 is
+/// where larger stopped helping (BENCHMARKS.md, issue #16). Served as
+/// `/par/parameter/lambda-min`; a constant until it is measured per
+/// machine.
+pub const LAMBDA_MIN: f64 = 1000.0;
 
 /// How long [`Chunking::Auto`] measures before it sizes chunks: long enough
 /// for a clock read (a few ns) to be noise, short enough to be a small
 /// part of any loop worth running in parallel.
 pub(crate) const MEASURE: Duration = Duration::from_micros(20);
 
-/// The least task overhead [`Chunking::Auto`] assumes, in ns: the cost of
-/// spawning, running and joining an empty task here (BENCHMARKS.md,
-/// "Task spawn"), used until the locality has measured its own.
-pub(crate) const OVERHEAD_FLOOR_NS: f64 = 150.0;
+/// The least task overhead [`Chunking::Auto`] assumes, in ns: below the
+/// cheapest spawn-run-join measured here (80 ns on one worker), a guard
+/// against a measurement gone wrong.
+pub(crate) const OVERHEAD_FLOOR_NS: f64 = 50.0;
 
 /// Chunks each worker should have, at least, when the range allows: so
 /// that a worker that finishes early can steal.
@@ -74,10 +78,10 @@ mod tests {
 
     #[test]
     fn auto_chunks_last_lambda_min_overheads_but_leave_work_to_steal() {
-        // 10 ns iterations, 200 ns tasks: 500 × 200 / 10 = 10,000.
-        assert_eq!(auto_size(10_000_000, 10.0, 200.0, 2), 10_000);
+        // 10 ns iterations, 200 ns tasks: 1,000 × 200 / 10 = 20,000.
+        assert_eq!(auto_size(10_000_000, 10.0, 200.0, 2), 20_000);
         // An overhead below the floor counts as the floor.
-        assert_eq!(auto_size(10_000_000, 10.0, 1.0, 2), 7_500);
+        assert_eq!(auto_size(10_000_000, 10.0, 1.0, 2), 5_000);
         // Long iterations: one per chunk.
         assert_eq!(auto_size(1_000, 1e6, 200.0, 2), 1);
         // A short range is split for the workers to share.

@@ -13,8 +13,9 @@
 //!    which gives the time of one iteration, `t`;
 //! 2. it sizes chunks to last `λ_min × o`, where `o` is what a task costs
 //!    the loop (spawn, run, join: measured once per process by spawning
-//!    and joining 256 empty tasks, `/par/time/task-overhead`; at least the
-//!    workers' own `/threads/time/average-overhead`) and `λ_min` =
+//!    and joining 1,024 empty tasks after as many to warm up,
+//!    `/par/time/task-overhead`; at least the workers' own
+//!    `/threads/time/average-overhead`) and `λ_min` =
 //!    [`LAMBDA_MIN`]: the ratio of a task's duration to its overhead past
 //!    which a larger task no longer helps (measured; see its docs);
 //! 3. it caps the size so that every worker gets at least
