@@ -378,6 +378,24 @@ pub(crate) fn encode_control(source: LocalityId, control: &super::wire::Control)
     buf
 }
 
+/// Arguments already encoded, serialized as themselves (a tuple of bytes
+/// has no length prefix in postcard's format): what the frame tests and
+/// the fuzz harness push to build frames of given bytes.
+#[cfg(any(test, feature = "test-hooks"))]
+pub(super) struct Raw<'a>(pub(super) &'a [u8]);
+
+#[cfg(any(test, feature = "test-hooks"))]
+impl Serialize for Raw<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let mut t = s.serialize_tuple(self.0.len())?;
+        for b in self.0 {
+            t.serialize_element(b)?;
+        }
+        t.end()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::wire::{Control, FrameBody, ParcelReader, Run, decode_call, decode_frame};
@@ -457,20 +475,6 @@ mod tests {
             )
             .prop_map(|p| (RunKind::Routed, p)),
         ]
-    }
-
-    /// Arguments already encoded, as a serializer would write them.
-    struct Raw<'a>(&'a [u8]);
-
-    impl Serialize for Raw<'_> {
-        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            use serde::ser::SerializeTuple;
-            let mut t = s.serialize_tuple(self.0.len())?;
-            for b in self.0 {
-                t.serialize_element(b)?;
-            }
-            t.end()
-        }
     }
 
     fn build(source: LocalityId, kind: RunKind, parcels: &[Parcel]) -> FrameBuilder {

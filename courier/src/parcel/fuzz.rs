@@ -21,10 +21,8 @@
 //! (out-of-bounds indexing, overflow in debug builds, `unwrap`s), not
 //! undefined behaviour, and the crate denies `unsafe` anyway.
 
-use serde::Serialize;
-
 use super::error::RemoteError;
-use super::frame::{FrameBuilder, encode_control};
+use super::frame::{FrameBuilder, Raw, encode_control};
 use super::wire::{
     ActivityCounts, Caller, Control, FRAME_HEADER, FRAME_HEADROOM, ReplyTo, RunKind,
 };
@@ -82,21 +80,6 @@ const EDGE_U32: [u32; 8] = [0, 1, 2, 0x7f, 0x80, 0x7fff_ffff, u32::MAX - 1, u32:
 /// Bytes that break assumptions: varint continuations, tags just past
 /// their range, the extremes.
 const EDGE_BYTES: [u8; 8] = [0, 1, 2, 3, 4, 0x7f, 0x80, 0xff];
-
-/// Arguments already encoded, serialized as themselves (a tuple of bytes
-/// has no length prefix in postcard's format).
-struct Raw<'a>(&'a [u8]);
-
-impl Serialize for Raw<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeTuple;
-        let mut t = s.serialize_tuple(self.0.len())?;
-        for b in self.0 {
-            t.serialize_element(b)?;
-        }
-        t.end()
-    }
-}
 
 /// A parcel as the harness builds it and expects to read it back.
 #[derive(Debug, Clone, PartialEq)]
