@@ -356,6 +356,27 @@ macro_rules! coalescing_counter {
     };
 }
 
+/// A count of the locality that `@ACTION` narrows to one action: `$slot`
+/// is the action's registry slot, or `None` for every action.
+macro_rules! per_action_counter {
+    ($name:literal, $unit:literal, $help:literal, |$s:ident, $slot:ident| $raw:expr) => {
+        CounterType {
+            name: $name,
+            unit: $unit,
+            help: $help,
+            instances: Instances::Locality,
+            parameters: Parameters::Action,
+            sample: |$s, i, params| {
+                if i != Instance::Total {
+                    return Err(format!("no instance {i}"));
+                }
+                let $slot = params.map(action_slot).transpose()?;
+                Ok($raw)
+            },
+        }
+    };
+}
+
 /// A `/flow` counter of the locality.
 macro_rules! flow_counter {
     ($name:literal, $unit:literal, $help:literal, |$f:ident| $raw:expr) => {
@@ -471,20 +492,12 @@ pub(crate) static TYPES: &[CounterType] = &[
         Timer,
         "flushes by the flush timer (interval_us or timeout_us elapsed)"
     ),
-    CounterType {
-        name: "/coalescing/count/forwarded",
-        unit: "",
-        help: "calls this locality forwarded for others (a hop of a 2D grid, dimensions=2)",
-        instances: Instances::Locality,
-        parameters: Parameters::Action,
-        sample: |s, i, params| {
-            if i != Instance::Total {
-                return Err(format!("no instance {i}"));
-            }
-            let slot = params.map(action_slot).transpose()?;
-            Ok(Raw::Count(s.metrics.coalescing().forwarded(slot)))
-        },
-    },
+    per_action_counter!(
+        "/coalescing/count/forwarded",
+        "",
+        "calls this locality forwarded for others (a hop of a 2D grid, dimensions=2)",
+        |s, slot| Raw::Count(s.metrics.coalescing().forwarded(slot))
+    ),
     coalescing_counter!(
         "/coalescing/count/messages",
         "",
@@ -742,20 +755,12 @@ pub(crate) static TYPES: &[CounterType] = &[
         "what a task costs a parallel loop (spawn, run, join), measured once per process by the first auto-chunked loop (0 before)",
         |_s| Raw::Gauge(crate::par::measured_task_overhead_ns().unwrap_or(0.0))
     ),
-    CounterType {
-        name: "/parcels/count/failed",
-        unit: "",
-        help: "posts of this locality that failed where they ran (panic, bad arguments, unknown action); @ACTION: of that action",
-        instances: Instances::Locality,
-        parameters: Parameters::Action,
-        sample: |s, i, action| {
-            if i != Instance::Total {
-                return Err(format!("no instance {i}"));
-            }
-            let slot = action.map(action_slot).transpose()?;
-            Ok(Raw::Count(s.metrics.failed_posts(slot)))
-        },
-    },
+    per_action_counter!(
+        "/parcels/count/failed",
+        "",
+        "posts of this locality that failed where they ran (panic, bad arguments, unknown action); @ACTION: of that action",
+        |s, slot| Raw::Count(s.metrics.failed_posts(slot))
+    ),
     traffic_counter!(
         "/parcels/count/received",
         "",
