@@ -45,6 +45,17 @@ fn scrape(addr: SocketAddr) -> std::io::Result<String> {
     Ok(response.lines().next().unwrap_or("").to_owned())
 }
 
+/// [`scrape`] from a thread of its own (the caller may be a worker the
+/// server needs): its status line and how long it took.
+fn timed_scrape(addr: SocketAddr) -> (std::io::Result<String>, Duration) {
+    thread::spawn(move || {
+        let started = Instant::now();
+        (scrape(addr), started.elapsed())
+    })
+    .join()
+    .unwrap()
+}
+
 /// This process's resident set size in KiB (Linux), for the record.
 fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -60,12 +71,7 @@ fn a_dripping_client_does_not_block_a_scrape() {
         let stop = Arc::new(AtomicBool::new(false));
         let dripper = drip(addr, Arc::clone(&stop));
         thread::sleep(Duration::from_millis(200));
-        let (status, took) = thread::spawn(move || {
-            let started = Instant::now();
-            (scrape(addr), started.elapsed())
-        })
-        .join()
-        .unwrap();
+        let (status, took) = timed_scrape(addr);
         stop.store(true, Ordering::Relaxed);
         dripper.join().unwrap();
         eprintln!("scrape beside a dripping client took {took:?}");
@@ -88,12 +94,7 @@ fn silent_connections_do_not_keep_a_scrape_out() {
             .map(|_| TcpStream::connect(addr))
             .collect::<Result<_, _>>()?;
         thread::sleep(Duration::from_millis(200));
-        let (status, took) = thread::spawn(move || {
-            let started = Instant::now();
-            (scrape(addr), started.elapsed())
-        })
-        .join()
-        .unwrap();
+        let (status, took) = timed_scrape(addr);
         drop(silent);
         eprintln!("scrape beside {SILENT} silent connections took {took:?}");
         let status = status?;
