@@ -139,21 +139,9 @@ pub(crate) fn serve(
                 missing.join(", ")
             )));
         }
-        let mut idle = true;
-        loop {
-            match listener.accept() {
-                Ok((stream, from)) => {
-                    idle = false;
-                    stream
-                        .set_nonblocking(true)
-                        .map_err(|e| io("set_nonblocking", e))?;
-                    handshakes.admit(mio::net::TcpStream::from_std(stream), from, None);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(io("accept", e)),
-            }
-        }
+        let mut idle = !handshakes
+            .accept_all(listener)
+            .map_err(|e| io("accept", e))?;
         for greeted in handshakes.read_all() {
             idle = false;
             if let Some((rank, data_addr, stream)) =

@@ -224,6 +224,34 @@ impl Handshakes {
         Some(slot)
     }
 
+    /// Admits every connection waiting on `listener` (a std listener in
+    /// non-blocking mode, as at start-up), each made non-blocking first;
+    /// one that cannot be is turned away. Returns whether any came; an
+    /// error other than "none left" is the listener's own.
+    pub(crate) fn accept_all(&mut self, listener: &std::net::TcpListener) -> std::io::Result<bool> {
+        let mut any = false;
+        loop {
+            match listener.accept() {
+                Ok((stream, from)) => {
+                    any = true;
+                    let nonblocking = stream.set_nonblocking(true);
+                    let stream = TcpStream::from_std(stream);
+                    match nonblocking {
+                        Ok(()) => {
+                            self.admit(stream, from, None);
+                        }
+                        Err(e) => {
+                            self.reject(stream, from, &format!("cannot make it non-blocking: {e}"));
+                        }
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(any),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Reads what the connection in `slot` sent; returns it once its
     /// greeting is whole. A connection that closed, failed or sent no
     /// greeting is turned away. An empty or unknown slot gives `None`.

@@ -718,27 +718,9 @@ fn accept_from(
                 names.join(", ")
             ));
         }
-        let mut idle = true;
-        loop {
-            match listener.accept() {
-                Ok((stream, from)) => {
-                    idle = false;
-                    match stream.set_nonblocking(true) {
-                        Ok(()) => {
-                            let stream = mio::net::TcpStream::from_std(stream);
-                            handshakes.admit(stream, from, None);
-                        }
-                        Err(e) => {
-                            let why = format!("cannot make it non-blocking: {e}");
-                            handshakes.reject(mio::net::TcpStream::from_std(stream), from, &why);
-                        }
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("accepting connections failed: {e}")),
-            }
-        }
+        let mut idle = !handshakes
+            .accept_all(listener)
+            .map_err(|e| format!("accepting connections failed: {e}"))?;
         for greeted in handshakes.read_all() {
             idle = false;
             let Greeted {
