@@ -181,21 +181,7 @@ impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "call of `{}` on {} failed: ", self.action, self.locality)?;
         match &self.failure {
-            Failure::Remote(RemoteError::Panicked(msg)) => write!(f, "the action panicked: {msg}"),
-            Failure::Remote(RemoteError::UnknownAction { id }) => write!(
-                f,
-                "the locality has no action with id {id:#018x} (is it running the same binary?)"
-            ),
-            Failure::Remote(RemoteError::BadArguments(e)) => {
-                write!(f, "the arguments did not decode there: {e}")
-            }
-            Failure::Remote(RemoteError::BadOutput(e)) => {
-                write!(f, "the result did not encode there: {e}")
-            }
-            Failure::Remote(RemoteError::Forward { locality, reason }) => write!(
-                f,
-                "its result could not be forwarded to the continuation on locality#{locality}: {reason}"
-            ),
+            Failure::Remote(error) => write!(f, "{error}"),
             Failure::PeerLost(reason) => write!(f, "the connection was lost: {reason}"),
             Failure::NoSuchLocality { count } => {
                 write!(f, "no such locality (the job has {count})")
@@ -215,6 +201,26 @@ impl fmt::Display for CallError {
 }
 
 impl std::error::Error for CallError {}
+
+/// Why the receiver could not run a call, in the words of a
+/// [`CallError`] (and of the report of a failed post).
+impl fmt::Display for RemoteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RemoteError::Panicked(msg) => write!(f, "the action panicked: {msg}"),
+            RemoteError::UnknownAction { id } => write!(
+                f,
+                "the locality has no action with id {id:#018x} (is it running the same binary?)"
+            ),
+            RemoteError::BadArguments(e) => write!(f, "the arguments did not decode there: {e}"),
+            RemoteError::BadOutput(e) => write!(f, "the result did not encode there: {e}"),
+            RemoteError::Forward { locality, reason } => write!(
+                f,
+                "its result could not be forwarded to the continuation on locality#{locality}: {reason}"
+            ),
+        }
+    }
+}
 
 /// Turns a panic payload into its message.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {

@@ -65,7 +65,7 @@ impl CallSite for Locality {
                 ..
             } => caller,
             ReplyTo::Post { origin } => {
-                return self.post_failed(origin, action, describe(&error));
+                return self.post_failed(origin, action, error.to_string());
             }
             ReplyTo::Continue { caller: None, .. } => {
                 return self.report_failure(action, &error);
@@ -93,21 +93,6 @@ impl CallSite for Locality {
             let _work = work;
             future.await;
         }));
-    }
-}
-
-/// A failure in words, for a log line or a report to the poster.
-fn describe(error: &RemoteError) -> String {
-    match error {
-        RemoteError::Panicked(message) => format!("it panicked: {message}"),
-        RemoteError::UnknownAction { id } => {
-            format!("the locality has no action with id {id:#018x} (is it the same binary?)")
-        }
-        RemoteError::BadArguments(e) => format!("its arguments did not decode: {e}"),
-        RemoteError::BadOutput(e) => format!("its result did not encode: {e}"),
-        RemoteError::Forward { locality, reason } => {
-            format!("it could not be forwarded to locality#{locality}: {reason}")
-        }
     }
 }
 
