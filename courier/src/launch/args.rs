@@ -86,12 +86,12 @@ pub struct RuntimeArgs {
     /// Failure detector: seconds of silence after which a peer is declared
     /// lost (`5`, `0.5`, `250ms`), or `off` for debugging
     /// [default: 5, or COURIER_PEER_TIMEOUT]. Parsed, `off` is zero.
-    #[arg(long, value_name = "SECS|off", value_parser = parse_peer_timeout_flag)]
+    #[arg(long, value_name = "SECS|off", value_parser = parse_seconds_or_off_flag)]
     pub peer_timeout: Option<Duration>,
     /// Watchdog: seconds after which a running task is reported (`10`,
     /// `0.5`, `250ms`), or `off` [default: 10, or COURIER_WATCHDOG].
     /// Parsed, `off` is zero.
-    #[arg(long, value_name = "SECS|off", value_parser = parse_peer_timeout_flag)]
+    #[arg(long, value_name = "SECS|off", value_parser = parse_seconds_or_off_flag)]
     pub watchdog: Option<Duration>,
     /// What a failed post does: `log` it, or `fail` the job
     /// [default: log, or COURIER_ON_POST_FAILURE].
@@ -121,8 +121,8 @@ fn parse_action_setting(s: &str) -> Result<(String, Coalescing), String> {
 
 /// `--peer-timeout` and `--watchdog`: `off` becomes zero (clap gives `Option<Option<_>>`
 /// a meaning of its own).
-fn parse_peer_timeout_flag(s: &str) -> Result<Duration, String> {
-    Ok(super::config::parse_peer_timeout(s)?.unwrap_or(Duration::ZERO))
+fn parse_seconds_or_off_flag(s: &str) -> Result<Duration, String> {
+    Ok(super::config::parse_seconds_or_off(s)?.unwrap_or(Duration::ZERO))
 }
 
 impl RuntimeArgs {

@@ -205,7 +205,7 @@ pub(crate) fn parse_credit_window(s: &str) -> Result<usize, String> {
 
 /// Parses a peer timeout or a watchdog threshold: seconds (`5`, `0.5`,
 /// `5s`), milliseconds (`250ms`), or `off` (`None`).
-pub(crate) fn parse_peer_timeout(s: &str) -> Result<Option<Duration>, String> {
+pub(crate) fn parse_seconds_or_off(s: &str) -> Result<Option<Duration>, String> {
     let s = s.trim();
     if s == "off" {
         return Ok(None);
@@ -238,10 +238,10 @@ const MIN_PEER_TIMEOUT: Duration = Duration::from_millis(10);
 /// The longest peer timeout: a day (longer is `off`).
 const MAX_PEER_TIMEOUT: Duration = Duration::from_secs(86_400);
 
-/// A duration variable in the syntax of [`parse_peer_timeout`].
+/// A duration variable in the syntax of [`parse_seconds_or_off`].
 fn env_duration(name: &str, errors: &mut Vec<String>) -> Option<Option<Duration>> {
     let value = std::env::var(name).ok()?;
-    parse_peer_timeout(&value)
+    parse_seconds_or_off(&value)
         .map_err(|e| errors.push(format!("{name}={value:?}: {e}")))
         .ok()
 }

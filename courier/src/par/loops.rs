@@ -162,5 +162,5 @@ where
 
 /// The scheduling overhead this locality's workers measured so far, in ns.
 fn worker_overhead_ns(rt: &Runtime) -> f64 {
-    rt.task_overhead_ns().unwrap_or(0.0)
+    rt.scheduling_overhead_ns().unwrap_or(0.0)
 }

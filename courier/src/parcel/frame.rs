@@ -266,6 +266,8 @@ impl FrameBuilder {
         self.put_reply_to(reply, explicit);
     }
 
+    /// Every reply but a post from this frame's sender, which
+    /// [`put_reply`](Self::put_reply) writes itself.
     fn put_reply_to(&mut self, reply: ReplyTo, explicit: bool) {
         let buf = &mut self.buf;
         let caller = |buf: &mut Vec<u8>, c: Caller| {
@@ -274,9 +276,6 @@ impl FrameBuilder {
             put_varint(buf, c.part);
         };
         match reply {
-            ReplyTo::Post { origin } if origin == self.source && !explicit => {
-                buf.push(REPLY_NOBODY);
-            }
             ReplyTo::Post { origin } => {
                 buf.push(REPLY_POST_FROM);
                 buf.extend_from_slice(&origin.get().to_le_bytes());

@@ -169,7 +169,7 @@ impl Runtime {
     /// The average cost of scheduling a task on this locality so far
     /// (`/threads/time/average-overhead`), once it has run enough tasks to
     /// say (a thousand).
-    pub(crate) fn task_overhead_ns(&self) -> Option<f64> {
+    pub(crate) fn scheduling_overhead_ns(&self) -> Option<f64> {
         let snapshot = self.locality.sched.snapshot();
         let total = snapshot.total();
         (total.finished >= 1000)
