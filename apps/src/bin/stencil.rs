@@ -102,20 +102,11 @@ fn chunking(spec: &str) -> Result<Chunking, String> {
 
 /// Waits until the ghost on `side` for `step` has come.
 async fn ghost(rt: &Runtime, step: u64, side: usize) -> f64 {
-    loop {
-        let value = rt.state::<Partition>().ghosts[(step % 2) as usize][side]
-            .step
-            .load(Ordering::Acquire);
-        if value == step + 1 {
-            let p = rt.state::<Partition>();
-            return f64::from_bits(
-                p.ghosts[(step % 2) as usize][side]
-                    .value
-                    .load(Ordering::Relaxed),
-            );
-        }
+    let ghost = &rt.state::<Partition>().ghosts[(step % 2) as usize][side];
+    while ghost.step.load(Ordering::Acquire) != step + 1 {
         courier::yield_now().await;
     }
+    f64::from_bits(ghost.value.load(Ordering::Relaxed))
 }
 
 /// Runs the stencil on this locality; returns its points after the last
