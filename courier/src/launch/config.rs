@@ -120,6 +120,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 << 20;
 /// | `COURIER_PEER_TIMEOUT` | [`Config::peer_timeout`] | seconds of silence after which a peer is declared lost (`5`, `0.5`, `250ms`), or `off` | 5 s ([`DEFAULT_PEER_TIMEOUT`](crate::DEFAULT_PEER_TIMEOUT)) |
 /// | `COURIER_WATCHDOG` | [`Config::watchdog`] | seconds after which a running task is reported (`10`, `0.5`, `250ms`), or `off` | 10 s ([`DEFAULT_WATCHDOG`](crate::DEFAULT_WATCHDOG)) |
 /// | `COURIER_ON_POST_FAILURE` | [`Config::on_post_failure`] | `log` or `fail` ([`OnPostFailure`]) | `log` |
+/// | `COURIER_INLINING` | [`Config::inlining`] | `adaptive`, `never` or `depth:N` ([`Inlining`](crate::par::Inlining)) | `adaptive` |
 /// | `COURIER_MPI_PROGRESS` | [`Config::mpi_progress`] | `workers` or `funneled` ([`MpiProgress`]) | `workers` |
 ///
 /// A value that does not parse makes [`launch`](crate::launch) fail with
@@ -171,6 +172,7 @@ pub struct Config {
     pub(crate) peer_timeout: Option<Duration>,
     pub(crate) watchdog: Option<Duration>,
     pub(crate) on_post_failure: OnPostFailure,
+    pub(crate) inlining: crate::par::Inlining,
 }
 
 impl Default for Config {
@@ -289,6 +291,7 @@ impl Config {
             watchdog: env_duration("COURIER_WATCHDOG", &mut errors)
                 .unwrap_or(Some(DEFAULT_WATCHDOG)),
             on_post_failure: env_value("COURIER_ON_POST_FAILURE", &mut errors).unwrap_or_default(),
+            inlining: env_value("COURIER_INLINING", &mut errors).unwrap_or_default(),
         };
         Config {
             env_error: (!errors.is_empty()).then(|| errors.join("; ")),
@@ -468,6 +471,16 @@ impl Config {
     /// [`OnPostFailure::Log`]; `COURIER_ON_POST_FAILURE`.
     pub fn on_post_failure(mut self, policy: OnPostFailure) -> Self {
         self.on_post_failure = policy;
+        self
+    }
+
+    /// Sets how [`par::join`](crate::par::join) decides between running
+    /// its second closure inline and as a task (default
+    /// [`Inlining::Adaptive`](crate::par::Inlining::Adaptive);
+    /// `COURIER_INLINING`: `adaptive`, `never` or `depth:N`). The setting
+    /// is the process's: the last job launched sets it.
+    pub fn inlining(mut self, inlining: crate::par::Inlining) -> Self {
+        self.inlining = inlining;
         self
     }
 

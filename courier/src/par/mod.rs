@@ -29,10 +29,16 @@
 //! [`/threads/time/average-overhead`]: crate::counters
 
 mod chunk;
+mod inlining;
+mod join;
 mod loops;
 mod overhead;
 
 pub use chunk::{Chunking, LAMBDA_MIN};
+pub use inlining::Inlining;
+pub use join::join;
+
+pub(crate) use inlining::set_inlining;
 pub use loops::{LoopReport, for_each, map_reduce};
 
 pub(crate) use overhead::measured_ns as measured_task_overhead_ns;

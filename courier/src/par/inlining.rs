@@ -1,0 +1,72 @@
+//! [`Inlining`]: how [`join`](super::join) decides between running its
+//! second closure inline and making it a task.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How [`join`](super::join) decides whether its second closure runs
+/// inline (in the caller, right after the first) or as a task another
+/// worker may take. Set for a job with
+/// [`Config::inlining`](crate::Config::inlining).
+///
+/// # Examples
+///
+/// ```
+/// use courier::{Config, par::Inlining};
+///
+/// let config = Config::new().inlining(Inlining::Depth(12));
+/// # let _ = config;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Inlining {
+    /// From measurements: inline when the closure's expected duration
+    /// at this call site and nesting depth is below `λ_min` times the
+    /// measured task overhead.
+    #[default]
+    Adaptive,
+    /// Never inline: every `join` forks (inlining off).
+    Never,
+    /// A fixed cutoff, as hand-tuned task codes have: fork above this
+    /// nesting depth of `join`s, inline at it and below.
+    Depth(u32),
+}
+
+impl std::str::FromStr for Inlining {
+    type Err = String;
+
+    /// `adaptive`, `never` or `depth:N`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "adaptive" => Ok(Inlining::Adaptive),
+            "never" => Ok(Inlining::Never),
+            other => match other.strip_prefix("depth:").map(str::parse) {
+                Some(Ok(depth)) => Ok(Inlining::Depth(depth)),
+                _ => Err(format!(
+                    "`{other}` is not `adaptive`, `never` or `depth:N` (N a depth of nested joins)"
+                )),
+            },
+        }
+    }
+}
+
+/// The process's setting, encoded: 0 adaptive, 1 never, 2 + N depth N.
+static SETTING: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the process's inlining (from [`Config::inlining`](crate::Config::inlining)).
+pub(crate) fn set_inlining(inlining: Inlining) {
+    let code = match inlining {
+        Inlining::Adaptive => 0,
+        Inlining::Never => 1,
+        Inlining::Depth(depth) => 2 + u64::from(depth),
+    };
+    SETTING.store(code, Ordering::Relaxed);
+}
+
+/// The process's inlining.
+#[inline]
+pub(crate) fn inlining() -> Inlining {
+    match SETTING.load(Ordering::Relaxed) {
+        0 => Inlining::Adaptive,
+        1 => Inlining::Never,
+        code => Inlining::Depth(u32::try_from(code - 2).unwrap_or(u32::MAX)),
+    }
+}
