@@ -1,4 +1,5 @@
-//! Task spawn + execute overhead: empty tasks on one worker of one locality.
+//! Task spawn + execute overhead: empty tasks on one worker of one
+//! locality; and what `par::join` costs inlined and forked.
 //!
 //! `cargo bench -p courier --bench spawn`
 #![allow(missing_docs)]
@@ -7,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use courier::par::Inlining;
 use courier::{Config, TransportKind};
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -61,7 +63,70 @@ fn spawn_empty_tasks(n: u64, workers: usize, read_counters: bool) -> Duration {
     .expect("the bench job failed")
 }
 
+/// A balanced tree of joins with empty leaves: `2^depth - 1` joins.
+fn tree(depth: u32) -> u64 {
+    if depth == 0 {
+        return 1;
+    }
+    let (a, b) = courier::par::join(
+        || tree(std::hint::black_box(depth - 1)),
+        || tree(std::hint::black_box(depth - 1)),
+    );
+    a + b
+}
+
+/// The same tree without joins: the baseline of [`tree`].
+fn plain_tree(depth: u32) -> u64 {
+    if depth == 0 {
+        return 1;
+    }
+    // Opaque calls: the compiler would otherwise sum the tree in closed form.
+    let (a, b) = (
+        plain_tree(std::hint::black_box(depth - 1)),
+        plain_tree(std::hint::black_box(depth - 1)),
+    );
+    a + b
+}
+
+/// Runs `n` joins (trees of 1,023) on one worker under `inlining`;
+/// returns the time taken, measured on the worker.
+fn joins(n: u64, inlining: Inlining) -> Duration {
+    let config = Config::new()
+        .localities(1)
+        .workers(1)
+        .transport(TransportKind::Inproc)
+        .inlining(inlining);
+    courier::launch(config, move |_rt| async move {
+        let trees = n.div_ceil(1023);
+        let start = Instant::now();
+        for _ in 0..trees {
+            std::hint::black_box(tree(std::hint::black_box(10)));
+        }
+        Ok(start.elapsed().mul_f64(n as f64 / (trees * 1023) as f64))
+    })
+    .expect("the bench job failed")
+}
+
 fn bench(c: &mut Criterion) {
+    // What `par::join` costs when it inlines its second closure (a fixed
+    // cutoff of 0: every join inlines) and when it forks it (inlining
+    // off: one worker, so every fork is taken back by its caller).
+    c.bench_function("join_inlined", |b| {
+        b.iter_custom(|n| joins(n, Inlining::Depth(0)))
+    });
+    c.bench_function("join_baseline_plain_calls", |b| {
+        b.iter_custom(|n| {
+            let trees = n.div_ceil(1023);
+            let start = Instant::now();
+            for _ in 0..trees {
+                std::hint::black_box(plain_tree(std::hint::black_box(10)));
+            }
+            start.elapsed().mul_f64(n as f64 / (trees * 1023) as f64)
+        })
+    });
+    c.bench_function("join_forked_and_taken_back", |b| {
+        b.iter_custom(|n| joins(n, Inlining::Never))
+    });
     c.bench_function("spawn_and_run_empty_task", |b| {
         b.iter_custom(|n| spawn_empty_tasks(n, 1, false))
     });

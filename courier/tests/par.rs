@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use courier::Error;
 use courier::par::{self, Chunking, LoopReport};
@@ -90,13 +90,6 @@ fn map_reduce_combines_in_the_order_of_the_range() {
     .unwrap();
 }
 
-fn spin(d: Duration) {
-    let start = Instant::now();
-    while start.elapsed() < d {
-        std::hint::spin_loop();
-    }
-}
-
 #[test]
 fn auto_chunks_cheap_iterations_together_and_expensive_ones_apart() {
     let config = common::inproc(1).workers(2);
@@ -108,7 +101,7 @@ fn auto_chunks_cheap_iterations_together_and_expensive_ones_apart() {
         // 2 ms an iteration: far above λ_min task overheads even in a debug
         // build (where a task costs about 1 µs; 200 µs was not, and auto
         // rightly chunked 6 of them together under CI).
-        let costly = par::for_each(0..40, Chunking::Auto, |_| spin(Duration::from_millis(2))).await;
+        let costly = par::for_each(0..40, Chunking::Auto, |_| common::spin(Duration::from_millis(2))).await;
         assert!(cheap.chunk >= 100, "{cheap:?}");
         assert!(
             cheap.chunks >= 8,

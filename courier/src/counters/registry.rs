@@ -744,6 +744,18 @@ pub(crate) static TYPES: &[CounterType] = &[
         |s| Raw::Count(s.metrics.rejected_connections())
     ),
     locality_counter!(
+        "/par/count/forks",
+        "",
+        "par::join calls of this process whose second closure was offered as a task",
+        |_s| Raw::Count(crate::par::joins().0)
+    ),
+    locality_counter!(
+        "/par/count/inlined",
+        "",
+        "par::join calls of this process that ran their second closure inline (each thread adds its count every 64 calls)",
+        |_s| Raw::Count(crate::par::joins().1)
+    ),
+    locality_counter!(
         "/par/parameter/lambda-min",
         "",
         "the ratio of a chunk's duration to the task overhead that auto-chunked parallel loops aim at",
@@ -752,7 +764,7 @@ pub(crate) static TYPES: &[CounterType] = &[
     locality_counter!(
         "/par/time/task-overhead",
         "ns",
-        "what a task costs a parallel loop (spawn, run, join), measured once per process by the first auto-chunked loop (0 before)",
+        "what a task costs a parallel loop or a forked join (spawn, run, join), measured once per process before its main function runs",
         |_s| Raw::Gauge(crate::par::measured_task_overhead_ns().unwrap_or(0.0))
     ),
     per_action_counter!(

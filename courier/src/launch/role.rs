@@ -30,7 +30,7 @@ pub(super) enum Main<'f, T> {
     Every(&'f (dyn Fn(Runtime) -> MainFuture<T> + 'f)),
 }
 
-impl<T> Main<'_, T> {
+impl<T: Send + 'static> Main<'_, T> {
     /// Whether every locality runs it.
     pub(super) fn spmd(&self) -> bool {
         matches!(self, Main::Every(_))
@@ -38,11 +38,23 @@ impl<T> Main<'_, T> {
 
     /// The root's main future.
     pub(super) fn for_root(self, rt: Runtime) -> MainFuture<T> {
-        match self {
-            Main::Root(main) => main(rt),
-            Main::Every(main) => main(rt),
-        }
+        let main = match self {
+            Main::Root(main) => main(rt.clone()),
+            Main::Every(main) => main(rt.clone()),
+        };
+        after_measuring(rt, main)
     }
+}
+
+/// `main`, after this process's task overhead was measured (once per
+/// process, a fraction of a millisecond): what
+/// [`par::join`](crate::par::join) decides from, before any program code
+/// runs.
+fn after_measuring<T: Send + 'static>(rt: Runtime, main: MainFuture<T>) -> MainFuture<T> {
+    Box::pin(async move {
+        crate::par::measure_task_overhead(&rt).await;
+        main.await
+    })
 }
 
 /// Runs `main` on the root locality, waits for the job to go idle and stops
@@ -126,9 +138,10 @@ pub(super) fn run_member<T: Send + 'static>(
     locality: &Arc<Locality>,
     main: &(dyn Fn(Runtime) -> MainFuture<T> + '_),
 ) -> Result<T, Error> {
-    let task = locality
-        .sched
-        .spawn(main(Runtime::new(Arc::clone(locality))));
+    let task = locality.sched.spawn({
+        let rt = Runtime::new(Arc::clone(locality));
+        after_measuring(rt.clone(), main(rt))
+    });
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| futures::executor::block_on(task)));
     let error = match &outcome {
         Ok(Ok(_)) => None,

@@ -1,14 +1,35 @@
 //! [`join`]: run two closures, in parallel when the second is worth a
 //! task, inline otherwise (dynamic inlining).
 
+use std::panic::Location;
+
+use super::inlining::{Inlining, inlining};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::chunk::LAMBDA_MIN;
+use super::overhead::{DEFAULT_OVERHEAD_NS, measured_ns};
+use super::sites::{self, AtDepth};
+
 /// Runs `a` and `b` and returns both results, `b` possibly on another
 /// worker of this locality.
 ///
-/// Whether `b` becomes a task that another worker may take (a *fork*)
-/// or runs inline right after `a` is decided per call site and nesting
-/// depth from `b`'s measured duration (see [`Inlining`](super::Inlining)). Either way
-/// both closures have run when `join` returns, so they may borrow from
-/// the caller's stack, as with `rayon::join`.
+/// `b` either runs *inline* (right after `a`, in the caller: a few ns)
+/// or is *forked*: offered as a task that an idle worker may take while
+/// the caller runs `a`; if none did by then, the caller runs `b` itself,
+/// else it runs other tasks until `b` has finished. Under
+/// [`Inlining::Adaptive`] (the default) `join` forks when `b`'s expected
+/// duration at this call site and nesting depth of `join`s is at least
+/// [`LAMBDA_MIN`](super::LAMBDA_MIN) times the measured task overhead
+/// (`/par/time/task-overhead`), or not measured yet, and inlines
+/// otherwise; durations are measured as the program runs (see
+/// `sites.rs`), so a recursive code forks near the top of its tree and
+/// inlines the rest without a cutoff in its source. Either way both
+/// closures have run when `join` returns, so they may borrow from the
+/// caller's stack, as with `rayon::join`; a panic in either resumes in
+/// the caller once both are settled.
+///
+/// Called outside the workers of a locality (a thread of the program's
+/// own), `join` runs `a` and then `b`.
 ///
 /// # Examples
 ///
@@ -30,6 +51,7 @@
 /// assert_eq!(out, 6765);
 /// ```
 #[track_caller]
+#[inline]
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
@@ -37,8 +59,48 @@ where
     RA: Send,
     RB: Send,
 {
-    let _ = super::inlining::inlining();
+    let site = sites::site(Location::caller());
+    let depth = sites::depth();
+    let expected = site.expected_ns(depth);
+    let fork = match inlining() {
+        Inlining::Adaptive => expected == 0 || expected >= fork_threshold_ns(),
+        Inlining::Never => true,
+        Inlining::Depth(cutoff) => depth < cutoff,
+    };
+    let _inside = AtDepth::enter(depth + 1);
+    if fork {
+        sites::count_fork();
+        return crate::sched::fork_join(a, move || {
+            // Where `b` runs, it is one level below the caller.
+            let _at = AtDepth::enter(depth + 1);
+            sites::timed(site, depth, b)
+        });
+    }
     let ra = a();
-    let rb = b();
+    let rb = if expected == 0 || sites::sample_this_one(depth) {
+        sites::timed(site, depth, b)
+    } else {
+        b()
+    };
     (ra, rb)
+}
+
+/// [`fork_threshold_ns`] once the overhead is measured (0 before).
+static FORK_THRESHOLD_NS: AtomicU64 = AtomicU64::new(0);
+
+/// The expected duration from which [`join`] forks, in ns: `λ_min` times
+/// the measured task overhead ([`DEFAULT_OVERHEAD_NS`] until a locality
+/// of this process has measured it, before its main function ran).
+#[inline]
+fn fork_threshold_ns() -> u64 {
+    match FORK_THRESHOLD_NS.load(Ordering::Relaxed) {
+        0 => {
+            let threshold = (LAMBDA_MIN * measured_ns().unwrap_or(DEFAULT_OVERHEAD_NS)) as u64;
+            if measured_ns().is_some() {
+                FORK_THRESHOLD_NS.store(threshold, Ordering::Relaxed);
+            }
+            threshold
+        }
+        threshold => threshold,
+    }
 }

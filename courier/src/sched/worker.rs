@@ -10,6 +10,7 @@ use async_task::Runnable;
 use crossbeam_deque::{Steal, Worker};
 use crossbeam_utils::Backoff;
 
+use super::fork::fork_join_with;
 use super::scheduler::Scheduler;
 use super::stats::{PollHistogram, WorkerStats};
 use super::{BACKGROUND_INTERVAL, PUBLISH_AFTER_NS, SPIN_ROUNDS};
@@ -19,6 +20,9 @@ use crate::clock::{POLL_BUCKETS, clock, poll_bucket};
 struct Local {
     /// Identity of the scheduler this thread works for.
     scheduler: *const Scheduler,
+    /// The scheduler itself, for forks made on this thread.
+    owner: Arc<Scheduler>,
+    index: usize,
     queue: Worker<Runnable>,
 }
 
@@ -46,6 +50,70 @@ pub(super) fn push_local(scheduler: &Scheduler, runnable: Runnable) -> Option<Ru
             _ => Some(runnable),
         })
         .unwrap_or_else(|_| unreachable!("push_local during thread teardown"))
+}
+
+/// Runs `a` here and `b` as a task any worker of this thread's scheduler
+/// may take (see `fork.rs`); off worker threads, runs `a` then `b`.
+pub(crate) fn fork_join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let local = LOCAL.with(|cell| cell.get().cloned());
+    let Some(local) = local else {
+        return (a(), b());
+    };
+    fork_join_with(
+        a,
+        b,
+        |offer| drop(local.owner.spawn(async move { offer.run_if_open() })),
+        &|| help(&local),
+    )
+}
+
+/// Runs one task of `local`'s scheduler, if there is one to find (its own
+/// deque, the injector, another worker's deque): what a worker waiting for
+/// a forked job does meanwhile.
+fn help(local: &Local) -> bool {
+    let sched = &*local.owner;
+    let runnable = local.queue.pop().or_else(|| {
+        std::iter::once(&sched.injector as &dyn StealOne)
+            .chain(
+                (1..sched.stealers.len())
+                    .map(|k| &sched.stealers[(local.index + k) % sched.stealers.len()] as _),
+            )
+            .find_map(|source| source.steal_one())
+    });
+    match runnable {
+        Some(runnable) => {
+            runnable.run();
+            true
+        }
+        None => false,
+    }
+}
+
+/// A queue a worker may take one task from.
+trait StealOne {
+    fn steal_one(&self) -> Option<Runnable>;
+}
+
+impl StealOne for crossbeam_deque::Injector<Runnable> {
+    fn steal_one(&self) -> Option<Runnable> {
+        std::iter::repeat_with(|| self.steal())
+            .find(|s| !s.is_retry())
+            .and_then(Steal::success)
+    }
+}
+
+impl StealOne for crossbeam_deque::Stealer<Runnable> {
+    fn steal_one(&self) -> Option<Runnable> {
+        std::iter::repeat_with(|| self.steal())
+            .find(|s| !s.is_retry())
+            .and_then(Steal::success)
+    }
 }
 
 /// Labels the task the calling worker of `scheduler` is polling with
@@ -109,6 +177,8 @@ pub(crate) fn charge_network(ns: u64) {
 pub(super) fn run(sched: Arc<Scheduler>, index: usize, queue: Worker<Runnable>) {
     let local = Rc::new(Local {
         scheduler: Arc::as_ptr(&sched),
+        owner: Arc::clone(&sched),
+        index,
         queue,
     });
     LOCAL.with(|cell| {

@@ -200,3 +200,11 @@ pub fn library_panics() -> &'static std::sync::Mutex<Vec<String>> {
         std::sync::Mutex::new(Vec::new())
     })
 }
+
+/// Keeps the calling thread busy for `d` (a body of known cost).
+pub fn spin(d: Duration) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}

@@ -1,0 +1,234 @@
+//! What [`join`](super::join) knows of its call sites: the measured
+//! duration of the second closure per call site and nesting depth, and
+//! the nesting depth of the calling thread.
+//!
+//! Why per depth: at one call site of a recursive code (fib, a merge
+//! sort, a tree search) a child's duration depends on how deep it is,
+//! not on the site alone. The mean over the site is the mean over its
+//! leaves, which are most of the calls, and would inline everything. Per
+//! depth, the durations measured separate the top of the tree (worth
+//! tasks) from the bottom (worth inlining): the cutoff a programmer tunes
+//! by hand is found by measurement. Depths beyond [`DEPTHS`] share the
+//! last entry.
+//!
+//! A duration is measured on every fork, on the first call at a (site,
+//! depth), and then on some inlined calls (a clock read costs as much as
+//! an inlined call): all at the top depths, fewer deeper (see
+//! [`sample_this_one`]). An estimate rises at once to a longer duration
+//! and decays slowly to shorter ones: inlining a child that has grown
+//! (the same sort called on a larger array) costs parallelism, forking
+//! one that shrank costs a task. The table of a site is made on
+//! its first call and kept for the process (there are as many as there
+//! are `join` calls in the program's source).
+
+use std::cell::Cell;
+use std::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
+
+use crate::clock::clock;
+
+/// Depths measured apart; deeper calls share the last entry.
+pub(super) const DEPTHS: usize = 48;
+
+/// Deep inlined calls are timed one in this many (per thread); a power of
+/// two.
+pub(super) const SAMPLE_EVERY: u32 = 64;
+
+/// Inlined calls at depths below this are always timed (1 + 2 + 4 calls
+/// of a binary tree; a `join` outside any other pays a clock read, about
+/// 15 ns).
+pub(super) const ALWAYS_TIMED: u32 = 3;
+
+/// Entries of each thread's cache of sites (a power of two).
+const CACHE: usize = 16;
+
+/// The measured durations of one call site.
+#[derive(Debug)]
+pub(super) struct Site {
+    /// Per depth, an average of the second closure's duration in ns (0:
+    /// not measured yet).
+    expected_ns: [AtomicU64; DEPTHS],
+}
+
+impl Site {
+    /// The expected duration at `depth`, in ns (0: unknown).
+    #[inline]
+    pub(super) fn expected_ns(&self, depth: u32) -> u64 {
+        self.slot(depth).load(Ordering::Relaxed)
+    }
+
+    /// Adds a measured duration at `depth` to the estimate: a longer one
+    /// replaces it (a child that grew must stop being inlined at once: it
+    /// may be a whole sequential computation), a shorter one counts for a
+    /// quarter.
+    pub(super) fn record(&self, depth: u32, ns: u64) {
+        let slot = self.slot(depth);
+        let ns = ns.max(1);
+        let old = slot.load(Ordering::Relaxed);
+        let new = if old == 0 || ns > old {
+            ns
+        } else {
+            (3 * old + ns) / 4
+        };
+        // A lost update between threads costs one sample.
+        slot.store(new.max(1), Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn slot(&self, depth: u32) -> &AtomicU64 {
+        &self.expected_ns[(depth as usize).min(DEPTHS - 1)]
+    }
+}
+
+/// Forked `join`s of this process.
+static FORKS: AtomicU64 = AtomicU64::new(0);
+
+/// Inlined `join`s of this process, as far as threads have added theirs
+/// (each adds its count every [`SAMPLE_EVERY`] inlined calls).
+static INLINED: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a forked `join`.
+pub(super) fn count_fork() {
+    FORKS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// (forked, inlined) `join`s of this process so far (`/par/count/forks`,
+/// `/par/count/inlined`).
+pub(crate) fn joins() -> (u64, u64) {
+    (
+        FORKS.load(Ordering::Relaxed),
+        INLINED.load(Ordering::Relaxed),
+    )
+}
+
+/// Every site seen in this process, by the address of its location.
+static SITES: Mutex<Option<FxHashMap<usize, &'static Site>>> = Mutex::new(None);
+
+thread_local! {
+    /// This thread's nesting depth of `join`s.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Inlined calls on this thread, to pick those that are timed.
+    static TICK: Cell<u32> = const { Cell::new(0) };
+    /// Recently used sites, by the address of their location.
+    static RECENT: [Cell<(usize, Option<&'static Site>)>; CACHE] =
+        const { [const { Cell::new((0, None)) }; CACHE] };
+}
+
+/// The table of the call site `location`.
+#[inline]
+pub(super) fn site(location: &'static Location<'static>) -> &'static Site {
+    let key = std::ptr::from_ref(location) as usize;
+    let index = (key >> 4) % CACHE;
+    RECENT.with(|recent| match recent[index].get() {
+        (k, Some(site)) if k == key => site,
+        _ => {
+            let site = lookup(key);
+            recent[index].set((key, Some(site)));
+            site
+        }
+    })
+}
+
+#[cold]
+fn lookup(key: usize) -> &'static Site {
+    let mut sites = SITES.lock();
+    sites
+        .get_or_insert_with(FxHashMap::default)
+        .entry(key)
+        .or_insert_with(|| {
+            Box::leak(Box::new(Site {
+                expected_ns: [const { AtomicU64::new(0) }; DEPTHS],
+            }))
+        })
+}
+
+/// The calling thread's nesting depth of `join`s.
+#[inline]
+pub(super) fn depth() -> u32 {
+    DEPTH.get()
+}
+
+/// Counts an inlined call at `depth`; returns whether it is one to time:
+/// every call at the first [`ALWAYS_TIMED`] depths, one in `2^depth` (at
+/// most [`SAMPLE_EVERY`]) deeper, so that a tree of joins has about as
+/// many timed calls at every depth and a site whose children grew is
+/// noticed in one call near the top.
+#[inline]
+pub(super) fn sample_this_one(depth: u32) -> bool {
+    let tick = TICK.get().wrapping_add(1);
+    TICK.set(tick);
+    if tick % SAMPLE_EVERY == 0 {
+        INLINED.fetch_add(u64::from(SAMPLE_EVERY), Ordering::Relaxed);
+    }
+    let every = 1u32 << depth.min(SAMPLE_EVERY.trailing_zeros());
+    depth < ALWAYS_TIMED || tick % every == 0
+}
+
+/// Sets the calling thread's depth to `depth` until dropped (also when
+/// unwinding), then puts back what it was.
+#[derive(Debug)]
+pub(super) struct AtDepth(u32);
+
+impl AtDepth {
+    #[inline]
+    pub(super) fn enter(depth: u32) -> AtDepth {
+        AtDepth(DEPTH.replace(depth))
+    }
+}
+
+impl Drop for AtDepth {
+    #[inline]
+    fn drop(&mut self) {
+        DEPTH.set(self.0);
+    }
+}
+
+/// Runs `f` at `depth` and records how long it took at `site`.
+pub(super) fn timed<R>(site: &Site, depth: u32, f: impl FnOnce() -> R) -> R {
+    let clock = clock();
+    let start = clock.raw();
+    let out = f();
+    site.record(depth, clock.delta_as_nanos(start, clock.raw()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_site_keeps_its_durations_per_depth_and_shares_the_last() {
+        let here = Location::caller();
+        let site = site(here);
+        assert!(std::ptr::eq(site, super::site(here)), "one table per site");
+        assert_eq!(site.expected_ns(3), 0);
+        site.record(3, 100);
+        assert_eq!(site.expected_ns(3), 100);
+        site.record(3, 20);
+        assert_eq!(
+            site.expected_ns(3),
+            80,
+            "a shorter one counts for a quarter"
+        );
+        site.record(3, 500);
+        assert_eq!(site.expected_ns(3), 500, "a longer one replaces it");
+        assert_eq!(site.expected_ns(4), 0);
+        site.record(DEPTHS as u32 + 5, 7);
+        assert_eq!(site.expected_ns(DEPTHS as u32 - 1), 7);
+    }
+
+    #[test]
+    fn the_depth_is_put_back_after_a_panic() {
+        let before = depth();
+        let out = std::panic::catch_unwind(|| {
+            let _at = AtDepth::enter(before + 9);
+            assert_eq!(depth(), before + 9);
+            panic!("inside");
+        });
+        assert!(out.is_err());
+        assert_eq!(depth(), before);
+    }
+}

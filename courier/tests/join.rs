@@ -1,0 +1,206 @@
+//! `par::join` and dynamic inlining (issue #16): results and side effects
+//! are the same whatever the inlining decides, every closure runs exactly
+//! once, panics come back to the caller, and the adaptive policy forks
+//! costly children and inlines cheap ones.
+//!
+//! The inlining setting and the join counters belong to the process, so
+//! the tests of this file take turns (`SERIAL`).
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use courier::par::{self, Inlining};
+use courier::{BoxError, Runtime};
+use parking_lot::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Counts the calls of `fib` so that a closure run twice (or never) shows.
+fn fib(n: u64, calls: &AtomicU64) -> u64 {
+    calls.fetch_add(1, Ordering::Relaxed);
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = par::join(|| fib(n - 1, calls), || fib(n - 2, calls));
+    a + b
+}
+
+/// Merge sort on borrowed halves: the closures borrow the caller's stack.
+fn sort(v: &mut [u64], scratch: &mut [u64]) {
+    if v.len() <= 1 {
+        return;
+    }
+    let mid = v.len() / 2;
+    {
+        let (lo, hi) = v.split_at_mut(mid);
+        let (slo, shi) = scratch.split_at_mut(mid);
+        par::join(|| sort(lo, slo), || sort(hi, shi));
+    }
+    let (mut i, mut j) = (0, mid);
+    for slot in scratch.iter_mut() {
+        if j >= v.len() || (i < mid && v[i] <= v[j]) {
+            *slot = v[i];
+            i += 1;
+        } else {
+            *slot = v[j];
+            j += 1;
+        }
+    }
+    v.copy_from_slice(scratch);
+}
+
+/// A balanced tree of `depth` levels of joins whose leaves call `leaf`;
+/// returns the number of leaves.
+fn tree(depth: u32, leaf: &(dyn Fn() + Sync)) -> u64 {
+    if depth == 0 {
+        leaf();
+        return 1;
+    }
+    let (a, b) = par::join(|| tree(depth - 1, leaf), || tree(depth - 1, leaf));
+    a + b
+}
+
+fn forks(rt: &Runtime) -> u64 {
+    counter(rt, "/par{locality#0/total}/count/forks") as u64
+}
+
+fn counter(rt: &Runtime, name: &str) -> f64 {
+    let mut set = rt.counters([name]).expect("counter name");
+    futures::executor::block_on(set.evaluate(false)).expect("evaluate")[0].value
+}
+
+fn with_inlining<T: Send + 'static>(
+    inlining: Inlining,
+    main: impl FnOnce(Runtime) -> Result<T, BoxError> + Send + 'static,
+) -> T {
+    let config = common::inproc(1).workers(2).inlining(inlining);
+    courier::launch(config, move |rt| async move { main(rt) }).expect("the job")
+}
+
+#[test]
+fn results_and_calls_are_the_same_under_every_inlining() {
+    let _serial = SERIAL.lock();
+    let input: Vec<u64> = (0..20_000u64)
+        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40)
+        .collect();
+    let mut expected = input.clone();
+    expected.sort_unstable();
+    for inlining in [
+        Inlining::Adaptive,
+        Inlining::Never,
+        Inlining::Depth(0),
+        Inlining::Depth(3),
+    ] {
+        let input = input.clone();
+        let (value, calls, sorted, leaves, forked) = with_inlining(inlining, move |rt| {
+            let calls = AtomicU64::new(0);
+            let value = fib(18, &calls);
+            let mut v = input;
+            let mut scratch = vec![0; v.len()];
+            sort(&mut v, &mut scratch);
+            let before = forks(&rt);
+            let leaves = tree(6, &|| {});
+            let forked = forks(&rt) - before;
+            Ok((value, calls.into_inner(), v, leaves, forked))
+        });
+        assert_eq!(value, 2584, "{inlining:?}");
+        // fib(n) makes 2·fib(n+1) − 1 calls: each closure ran once.
+        assert_eq!(calls, 2 * 4181 - 1, "{inlining:?}");
+        assert!(sorted == expected, "{inlining:?}: the merge sort is wrong");
+        assert_eq!(leaves, 64, "{inlining:?}");
+        match inlining {
+            // Every one of the tree's 63 joins forks.
+            Inlining::Never => assert_eq!(forked, 63),
+            Inlining::Depth(0) => assert_eq!(forked, 0),
+            // Depths 0, 1 and 2 fork: 1 + 2 + 4 joins.
+            Inlining::Depth(3) => assert_eq!(forked, 7),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn adaptive_inlining_forks_costly_children_and_inlines_cheap_ones() {
+    let _serial = SERIAL.lock();
+    let (cheap, costly) = with_inlining(Inlining::Adaptive, |rt| {
+        let overhead = counter(&rt, "/par{locality#0/total}/time/task-overhead");
+        let lambda = counter(&rt, "/par{locality#0/total}/parameter/lambda-min");
+        assert!(overhead > 0.0, "the overhead is measured before main runs");
+        let threshold = Duration::from_nanos((overhead * lambda) as u64);
+        // Cheap: 1,023 joins of empty leaves; the second run knows them.
+        tree(10, &|| {});
+        let before = forks(&rt);
+        tree(10, &|| {});
+        let cheap = forks(&rt) - before;
+        // Costly: every leaf takes twice the threshold, so every join's
+        // second closure is worth a task.
+        // The first run finds them costly (the estimates of this site
+        // were learned on cheap leaves).
+        let leaf = threshold * 2;
+        tree(3, &|| common::spin(leaf));
+        let before = forks(&rt);
+        tree(3, &|| common::spin(leaf));
+        let costly = forks(&rt) - before;
+        Ok((cheap, costly))
+    });
+    assert_eq!(cheap, 0, "cheap children known to be cheap are inlined");
+    assert_eq!(costly, 7, "all 7 joins of costly children fork");
+}
+
+#[test]
+fn a_panic_in_either_closure_reaches_the_caller_and_the_workers_go_on() {
+    let _serial = SERIAL.lock();
+    for inlining in [Inlining::Never, Inlining::Depth(0)] {
+        let out = with_inlining(inlining, |_rt| {
+            let in_b = std::panic::catch_unwind(|| par::join(|| 1, || -> u32 { panic!("in b") }));
+            let in_a = std::panic::catch_unwind(|| {
+                par::join(
+                    || -> u32 { panic!("in a") },
+                    || {
+                        common::spin(Duration::from_millis(5));
+                        2
+                    },
+                )
+            });
+            let after = fib(12, &AtomicU64::new(0));
+            Ok((
+                in_b.unwrap_err().downcast_ref::<&str>().copied(),
+                in_a.unwrap_err().downcast_ref::<&str>().copied(),
+                after,
+            ))
+        });
+        assert_eq!(out, (Some("in b"), Some("in a"), 144), "{inlining:?}");
+    }
+}
+
+#[test]
+fn join_outside_the_workers_runs_both_closures() {
+    let calls = AtomicU64::new(0);
+    assert_eq!(fib(10, &calls), 55);
+    assert_eq!(calls.into_inner(), 2 * 89 - 1);
+}
+
+#[test]
+fn many_tasks_forking_at_once_lose_and_repeat_nothing() {
+    let _serial = SERIAL.lock();
+    let config = common::inproc(1).workers(2).inlining(Inlining::Never);
+    let (sums, calls) = courier::launch(config, |rt| async move {
+        let calls = std::sync::Arc::new(AtomicU64::new(0));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let calls = std::sync::Arc::clone(&calls);
+                rt.spawn(async move { (0..10).map(|_| fib(14, &calls)).sum::<u64>() })
+            })
+            .collect();
+        let mut sums = Vec::new();
+        for handle in handles {
+            sums.push(handle.await);
+        }
+        Ok((sums, calls.load(Ordering::Relaxed)))
+    })
+    .expect("the job");
+    assert_eq!(sums, vec![3770; 8]);
+    assert_eq!(calls, 8 * 10 * (2 * 610 - 1));
+}
