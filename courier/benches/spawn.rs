@@ -1,7 +1,9 @@
 //! Task spawn + execute overhead: empty tasks on one worker of one
 //! locality; and what `par::join` costs inlined and forked.
 //!
-//! `cargo bench -p courier --bench spawn`
+//! `cargo bench -p courier --bench spawn` (the system's allocator);
+//! `cargo bench -p courier --bench spawn_mimalloc` runs the same with
+//! mimalloc as the global allocator.
 #![allow(missing_docs)]
 
 use std::sync::Arc;
