@@ -204,3 +204,47 @@ fn many_tasks_forking_at_once_lose_and_repeat_nothing() {
     assert_eq!(sums, vec![3770; 8]);
     assert_eq!(calls, 8 * 10 * (2 * 610 - 1));
 }
+
+/// Spins for `us` µs and says which thread ran it.
+#[courier::action(coalescing)]
+fn busy(us: u64) -> String {
+    common::spin(Duration::from_micros(us));
+    std::thread::current().name().unwrap_or("?").to_owned()
+}
+
+#[test]
+fn a_received_run_of_costly_calls_is_split_across_the_workers() {
+    let _serial = SERIAL.lock();
+    let setting = "count:num_parcels=16,interval_us=100000".parse().unwrap();
+    let config = common::inproc(2)
+        .workers(2)
+        .coalesce_action("busy", setting);
+    let (first, second) = courier::launch(config, |rt| async move {
+        let overhead = counter(&rt, "/par{locality#0/total}/time/task-overhead");
+        let lambda = counter(&rt, "/par{locality#0/total}/parameter/lambda-min");
+        // Each call is worth a task of its own: twice the threshold, and
+        // at least 2 ms, so that the other worker, woken or given a core,
+        // is running long before the run is over.
+        let us = ((2.0 * overhead * lambda) / 1e3).ceil().max(2000.0) as u64;
+        let there = rt.locality(1);
+        let mut threads = Vec::new();
+        for _ in 0..2 {
+            // 16 calls fill the coalescing buffer: one frame, one run.
+            let names = rt.call_batch(busy, (0..16).map(|_| (there, (us,)))).await?;
+            assert_eq!(names.len(), 16, "every call ran once");
+            let mut names = names;
+            names.sort();
+            names.dedup();
+            threads.push(names);
+        }
+        Ok((threads[0].clone(), threads[1].clone()))
+    })
+    .expect("the job");
+    // The first run teaches what a call costs (it may run on one worker);
+    // the second is split, and both workers of locality 1 take calls.
+    assert!(
+        first.iter().all(|t| t.starts_with("courier-1-worker")),
+        "{first:?}"
+    );
+    assert_eq!(second.len(), 2, "the second run ran on {second:?}");
+}

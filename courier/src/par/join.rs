@@ -4,10 +4,6 @@
 use std::panic::Location;
 
 use super::inlining::{Inlining, inlining};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use super::chunk::LAMBDA_MIN;
-use super::overhead::{DEFAULT_OVERHEAD_NS, measured_ns};
 use super::sites::{self, AtDepth};
 
 /// Runs `a` and `b` and returns both results, `b` possibly on another
@@ -63,7 +59,7 @@ where
     let depth = sites::depth();
     let expected = site.expected_ns(depth);
     let fork = match inlining() {
-        Inlining::Adaptive => expected == 0 || expected >= fork_threshold_ns(),
+        Inlining::Adaptive => expected == 0 || expected >= crate::sched::task_threshold_ns(),
         Inlining::Never => true,
         Inlining::Depth(cutoff) => depth < cutoff,
     };
@@ -83,24 +79,4 @@ where
         b()
     };
     (ra, rb)
-}
-
-/// [`fork_threshold_ns`] once the overhead is measured (0 before).
-static FORK_THRESHOLD_NS: AtomicU64 = AtomicU64::new(0);
-
-/// The expected duration from which [`join`] forks, in ns: `λ_min` times
-/// the measured task overhead ([`DEFAULT_OVERHEAD_NS`] until a locality
-/// of this process has measured it, before its main function ran).
-#[inline]
-fn fork_threshold_ns() -> u64 {
-    match FORK_THRESHOLD_NS.load(Ordering::Relaxed) {
-        0 => {
-            let threshold = (LAMBDA_MIN * measured_ns().unwrap_or(DEFAULT_OVERHEAD_NS)) as u64;
-            if measured_ns().is_some() {
-                FORK_THRESHOLD_NS.store(threshold, Ordering::Relaxed);
-            }
-            threshold
-        }
-        threshold => threshold,
-    }
 }

@@ -51,7 +51,13 @@ pub use join::join;
 pub(crate) use inlining::set_inlining;
 pub use loops::{LoopReport, for_each, map_reduce};
 
-pub(crate) use overhead::{
-    measured_ns as measured_task_overhead_ns, task_overhead_ns as measure_task_overhead,
-};
+pub(crate) use overhead::measured_ns as measured_task_overhead_ns;
+
+/// Measures this process's task overhead (once; see `overhead.rs`) and
+/// sets the task granularity threshold, `λ_min` times it, from which
+/// [`join`] forks and a received run of calls is split into tasks.
+pub(crate) async fn measure_task_overhead(rt: &crate::runtime::Runtime) {
+    let ns = overhead::task_overhead_ns(rt).await;
+    crate::sched::set_task_threshold_ns((LAMBDA_MIN * ns) as u64);
+}
 pub(crate) use sites::joins;

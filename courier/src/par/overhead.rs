@@ -17,11 +17,6 @@ const SAMPLE: u32 = 1024;
 /// The measured overhead in ns, as `f64` bits (0: not measured yet).
 static MEASURED: AtomicU64 = AtomicU64::new(0);
 
-/// The overhead assumed before it is measured (a locality measures it
-/// before its program's main function runs): twice the one-worker
-/// figure of the `spawn` bench.
-pub(super) const DEFAULT_OVERHEAD_NS: f64 = 160.0;
-
 /// The overhead measured so far, in ns.
 pub(crate) fn measured_ns() -> Option<f64> {
     match MEASURED.load(Ordering::Relaxed) {

@@ -353,6 +353,11 @@ impl<'a> ParcelReader<'a> {
         r
     }
 
+    /// Bytes of the body read so far: where the next parcel starts.
+    pub(crate) fn offset(&self) -> usize {
+        self.r.offset
+    }
+
     /// Parcels the run's header counted that were not read yet (a parcel
     /// that failed to decode counts as read).
     pub(crate) fn left(&self) -> u32 {

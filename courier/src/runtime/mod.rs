@@ -48,6 +48,7 @@ mod monitor;
 mod post_failures;
 mod receive;
 mod respond;
+mod run_sizes;
 mod segments;
 mod send;
 mod start;

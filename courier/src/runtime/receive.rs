@@ -197,23 +197,34 @@ impl Locality {
     }
 
     /// Runs the oldest received run of calls, if there is one, and gives
-    /// its credit back; returns whether there was one.
+    /// its credit back; returns whether there was one. A run longer than
+    /// a task's worth first offers its rest as a run of its own (see
+    /// `run_sizes.rs`).
     pub(super) fn run_delivery(self: &Arc<Self>) -> bool {
-        let Some(Delivery {
+        let Some(mut delivery) = self.inbox.pop() else {
+            return false;
+        };
+        let slot = registry().lookup(delivery.action).map(|(slot, _)| slot);
+        if let Some(slot) = slot {
+            self.offer_rest(&mut delivery, slot);
+        }
+        let Delivery {
             source,
             body,
             action,
             count,
             credit,
             work,
-        }) = self.inbox.pop()
-        else {
-            return false;
-        };
+        } = delivery;
         {
             let _handler = HandlerScope::enter();
             let outer = label_poll(&self.sched, action_label(action));
+            let start = clock().raw();
             self.run_calls(source, &body, action, count);
+            if let Some(slot) = slot {
+                let ns = clock().delta_as_nanos(start, clock().raw());
+                self.run_sizes.record(slot, count, ns);
+            }
             label_poll(&self.sched, outer);
         }
         self.report_post_failures();
@@ -221,6 +232,37 @@ impl Locality {
         self.finish_credit(source, credit);
         drop(work);
         true
+    }
+
+    /// Keeps in `delivery` the calls one task should run (measured for
+    /// action `slot`) and delivers the rest as a run of its own, which
+    /// holds the run's credit. A malformed call among those kept leaves
+    /// the run whole: running it finds the call.
+    fn offer_rest(&self, delivery: &mut Delivery, slot: usize) {
+        let keep =
+            self.run_sizes
+                .calls_per_task(slot, delivery.count, crate::sched::task_threshold_ns());
+        if keep >= delivery.count {
+            return;
+        }
+        let mut calls = ParcelReader::new(&delivery.body, keep, delivery.source);
+        for _ in 0..keep {
+            if !matches!(calls.next_call(), Ok(Some(_))) {
+                return;
+            }
+        }
+        let at = calls.offset();
+        let rest = Delivery {
+            source: delivery.source,
+            body: delivery.body.slice(at..),
+            action: delivery.action,
+            count: delivery.count - keep,
+            credit: std::mem::take(&mut delivery.credit),
+            work: self.start_work(),
+        };
+        delivery.body.truncate(at);
+        delivery.count = keep;
+        self.deliver(rest);
     }
 
     /// Runs the calls of one run; a malformed one ends the run and drops

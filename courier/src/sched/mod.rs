@@ -19,6 +19,7 @@
 
 mod background;
 mod fork;
+mod granularity;
 mod join;
 mod perf;
 mod scheduler;
@@ -29,6 +30,7 @@ mod worker;
 mod yield_now;
 
 pub(crate) use background::{BackgroundWork, BlockOutcome};
+pub(crate) use granularity::{set_task_threshold_ns, task_threshold_ns};
 pub use join::JoinHandle;
 pub(crate) use perf::{EVENTS as PERF_EVENTS, Perf};
 pub(crate) use scheduler::Scheduler;
