@@ -163,15 +163,8 @@ impl Cli {
             ),
             "health" => health::benchmark(health::Params {
                 levels: self.size(self.health_levels, 6, 3),
-                cities: 4,
-                ratio: 10,
                 steps: self.size(self.health_steps, 400, 20),
-                assess_time: 3,
-                convalescence_time: 10,
-                seed: 1,
-                get_sick_p: 0.01,
-                convalescence_p: 0.3,
-                realloc_p: 0.1,
+                ..health::Params::DEFAULT
             }),
             "floorplan" => floorplan::benchmark(self.size(self.floorplan_cells, 13, 6)),
             "uts" => uts::benchmark(self.size(self.uts_depth, uts::T1_DEPTH, 5)),
