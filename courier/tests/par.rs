@@ -101,7 +101,10 @@ fn auto_chunks_cheap_iterations_together_and_expensive_ones_apart() {
         // 2 ms an iteration: far above λ_min task overheads even in a debug
         // build (where a task costs about 1 µs; 200 µs was not, and auto
         // rightly chunked 6 of them together under CI).
-        let costly = par::for_each(0..40, Chunking::Auto, |_| common::spin(Duration::from_millis(2))).await;
+        let costly = par::for_each(0..40, Chunking::Auto, |_| {
+            common::spin(Duration::from_millis(2))
+        })
+        .await;
         assert!(cheap.chunk >= 100, "{cheap:?}");
         assert!(
             cheap.chunks >= 8,

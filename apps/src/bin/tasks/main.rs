@@ -82,11 +82,17 @@ const NAMES: [&str; 8] = [
 /// per benchmark.
 const DEFAULT_DEPTH: u32 = 8;
 
-/// The Courier counters read around each `adaptive` run (COUNTERS.md).
-const COUNTERS: [&str; 3] = [
+/// The Courier counters read around each `adaptive` run (COUNTERS.md):
+/// tasks run, their mean duration and overhead (seed 003's Table V), the
+/// joins that forked and that ran inline, and the measured task overhead
+/// that the adaptive policy compares durations with.
+const COUNTERS: [&str; 6] = [
     "/threads{locality#0/total}/count/cumulative",
     "/threads{locality#0/total}/time/average",
     "/threads{locality#0/total}/time/average-overhead",
+    "/par{locality#0/total}/count/forks",
+    "/par{locality#0/total}/count/inlined",
+    "/par{locality#0/total}/time/task-overhead",
 ];
 
 /// The Inncabs task benchmarks: seq vs rayon vs Courier's join policies.
@@ -427,19 +433,28 @@ fn main() -> ExitCode {
     println!();
     println!("adaptive, from Courier's counters (medians; cf. seed 003 Table V):");
     println!(
-        "{:<10} {:>12} {:>18} {:>18}",
-        "benchmark", "tasks", "task duration µs", "overhead µs"
+        "{:<10} {:>10} {:>17} {:>12} {:>10} {:>12} {:>17}",
+        "benchmark",
+        "tasks",
+        "task duration µs",
+        "overhead µs",
+        "forks",
+        "inlined",
+        "par overhead ns"
     );
     for s in &summaries {
-        let show = |v: Option<f64>, scale: f64| {
-            v.map_or("n/a".to_owned(), |v| format!("{:.3}", v * scale))
+        let show = |suffix: &str, scale: f64, digits: usize| {
+            counter(s, suffix).map_or("n/a".to_owned(), |v| format!("{:.digits$}", v * scale))
         };
         println!(
-            "{:<10} {:>12} {:>18} {:>18}",
+            "{:<10} {:>10} {:>17} {:>12} {:>10} {:>12} {:>17}",
             s.name,
-            counter(s, "/count/cumulative").map_or("n/a".to_owned(), |v| format!("{v:.0}")),
-            show(counter(s, "/time/average"), 1e-3),
-            show(counter(s, "/time/average-overhead"), 1e-3),
+            show("/count/cumulative", 1.0, 0),
+            show("/time/average", 1e-3, 3),
+            show("/time/average-overhead", 1e-3, 3),
+            show("/count/forks", 1.0, 0),
+            show("/count/inlined", 1.0, 0),
+            show("/time/task-overhead", 1.0, 0),
         );
     }
     if failed {
