@@ -22,7 +22,8 @@
 //! the median seconds of every mode and adaptive's ratios to `seq`,
 //! `rayon` and the better of `never` and `depth`; then, per benchmark
 //! under `adaptive`, the tasks, task duration and task overhead from
-//! Courier's counters, as in seed 003's Table V.
+//! Courier's counters, as in seed 003's Table V, with the joins that
+//! forked and that ran inline.
 
 mod fib;
 mod floorplan;
