@@ -279,3 +279,55 @@ fn a_tcp_job_under_an_mpi_launcher_is_a_clear_error() {
         assert!(!out.stdout.contains("phase 1:"), "it ran: {}", out.stdout);
     }
 }
+
+/// The Inncabs benchmarks of `tasks`, on tiny inputs: each benchmark's
+/// `verified NAME:` line, or its failure.
+fn tasks(args: &[&str]) -> (Output, String) {
+    let exe = env!("CARGO_BIN_EXE_tasks");
+    let args: Vec<&str> = ["--quick", "--workers", "2"]
+        .iter()
+        .chain(args)
+        .copied()
+        .collect();
+    let out = run(exe, &args);
+    let shown = format!(
+        "{exe} {}\n--- stdout\n{}--- stderr\n{}",
+        args.join(" "),
+        out.stdout,
+        out.stderr
+    );
+    (out, shown)
+}
+
+#[test]
+fn every_task_benchmark_agrees_with_its_sequential_run_in_every_mode() {
+    let (out, shown) = tasks(&[]);
+    assert!(out.status.success(), "exit status {}: {shown}", out.status);
+    for name in [
+        "fib",
+        "nqueens",
+        "sort",
+        "strassen",
+        "sparselu",
+        "health",
+        "floorplan",
+        "uts",
+    ] {
+        assert!(
+            out.stdout.contains(&format!("verified {name}:")),
+            "{name} not verified: {shown}"
+        );
+    }
+}
+
+#[test]
+fn a_wrong_task_result_fails_the_run() {
+    let (out, shown) = tasks(&["--bench", "fib,uts", "--break", "uts"]);
+    assert_eq!(out.status.code(), Some(1), "{shown}");
+    assert!(out.stdout.contains("verified fib:"), "{shown}");
+    assert!(out.stdout.contains("FAILED uts"), "{shown}");
+    assert!(
+        out.stderr.contains("uts adaptive run 0: result"),
+        "no message names the wrong run: {shown}"
+    );
+}
