@@ -167,3 +167,50 @@ fn the_task_overhead_and_lambda_min_are_counters() {
     })
     .unwrap();
 }
+
+/// The locality it ran on, its block, and the sum of the block's indices
+/// by a local auto-chunked loop.
+#[courier::action]
+async fn block_sum(start: usize, end: usize) -> (u32, usize, usize, u64) {
+    let (_, sum) =
+        par::map_reduce(start..end, Chunking::Auto, 0u64, |i| i as u64, |a, b| a + b).await;
+    (courier::current().here().get(), start, end, sum)
+}
+
+fn check_blocks(parts: &[(u32, usize, usize, u64)], range: std::ops::Range<usize>, n: u32) {
+    assert_eq!(parts.len(), n as usize, "one call per locality");
+    let mut at = range.start;
+    for (rank, (here, start, end, sum)) in parts.iter().enumerate() {
+        assert_eq!(*here, rank as u32, "block {rank} ran on locality {rank}");
+        assert_eq!(*start, at, "the blocks are contiguous, in locality order");
+        assert_eq!(*sum, (*start..*end).map(|i| i as u64).sum::<u64>());
+        at = *end;
+    }
+    assert_eq!(at, range.end, "the blocks cover the range");
+    let total: u64 = parts.iter().map(|p| p.3).sum();
+    assert_eq!(total, range.map(|i| i as u64).sum::<u64>());
+}
+
+#[test]
+fn for_each_locality_gives_every_locality_one_block() {
+    let config = common::inproc(3).workers(1);
+    courier::launch(config, |rt| async move {
+        for range in [0..1_000_000, 10..12, 5..5] {
+            let parts = par::for_each_locality(&rt, range.clone(), block_sum).await?;
+            check_blocks(&parts, range, 3);
+        }
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn for_each_locality_over_tcp() {
+    let name = "for_each_locality_over_tcp";
+    courier::launch(common::tcp(name, 2).workers(1), |rt| async move {
+        let parts = par::for_each_locality(&rt, 3..200_003, block_sum).await?;
+        check_blocks(&parts, 3..200_003, 2);
+        Ok(())
+    })
+    .unwrap();
+}

@@ -8,7 +8,9 @@
 //! inlined join costs about 3 ns, a fork about 175 ns (the `spawn` bench).
 //!
 //! The parallel loops run the iterations of a range on this locality's
-//! workers, in chunks, each chunk a task.
+//! workers, in chunks, each chunk a task; [`for_each_locality`] gives
+//! each locality of the job one block of a range, to loop over with its
+//! own workers.
 //!
 //! How big a chunk is decides whether a loop is fast: a chunk much shorter
 //! than the cost of a task ([`/threads/time/average-overhead`], about 200 ns
@@ -38,6 +40,7 @@
 //! [`/threads/time/average-overhead`]: crate::counters
 
 mod chunk;
+mod distributed;
 mod inlining;
 mod join;
 mod loops;
@@ -45,6 +48,7 @@ mod overhead;
 mod sites;
 
 pub use chunk::{Chunking, LAMBDA_MIN};
+pub use distributed::for_each_locality;
 pub use inlining::Inlining;
 pub use join::join;
 
