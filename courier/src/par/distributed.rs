@@ -72,6 +72,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::reversed_empty_ranges)] // on purpose: a reversed range
     fn blocks_cover_the_range_once_and_differ_by_at_most_one() {
         for (range, n) in [
             (0..10, 3),
