@@ -33,7 +33,8 @@
 //! ```text
 //! launch      Config, launch, launch_spmd, the rendezvous, `courier run`'s launcher
 //! counters    performance counters: names, registry, sets, printers, Prometheus
-//! par         parallel loops on a locality's workers: for_each, map_reduce, chunking
+//! par         fork-join with dynamic inlining (join), parallel loops (for_each,
+//!             map_reduce, chunking), for_each_locality
 //! runtime     Locality, the Runtime handle; send → receive → respond; credit
 //!             and the inbox, segmented calls; control, termination,
 //!             collectives, per-locality state, sleep
@@ -42,7 +43,8 @@
 //! transport   inproc, TCP and (feature `mpi`) MPI, behind one small trait
 //! flow        credit-based flow control: send windows, the receiver's ledger
 //! parcel      the wire format, frames, in-place encode/decode, pending calls
-//! sched       the work-stealing scheduler, JoinHandle, yield_now, worker perf events
+//! sched       the work-stealing scheduler, JoinHandle, yield_now, fork-join on
+//!             the workers, the task granularity threshold, worker perf events
 //! sync · clock · ids · suggest    leaf rooms: loom-checkable synchronisation,
 //!             the clock, LocalityId and ActionId, spelling suggestions
 //! ```

@@ -124,7 +124,7 @@ fn results_and_calls_are_the_same_under_every_inlining() {
 #[test]
 fn adaptive_inlining_forks_costly_children_and_inlines_cheap_ones() {
     let _serial = SERIAL.lock();
-    let (cheap, costly) = with_inlining(Inlining::Adaptive, |rt| {
+    let (cheap, costly): (u64, Vec<u64>) = with_inlining(Inlining::Adaptive, |rt| {
         let overhead = counter(&rt, "/par{locality#0/total}/time/task-overhead");
         let lambda = counter(&rt, "/par{locality#0/total}/parameter/lambda-min");
         assert!(overhead > 0.0, "the overhead is measured before main runs");
@@ -136,17 +136,24 @@ fn adaptive_inlining_forks_costly_children_and_inlines_cheap_ones() {
         let cheap = forks(&rt) - before;
         // Costly: every leaf takes twice the threshold, so every join's
         // second closure is worth a task.
-        // The first run finds them costly (the estimates of this site
-        // were learned on cheap leaves).
+        // The estimates of this site were learned on cheap leaves: each
+        // worker finds the children costly the first time it runs them
+        // (a worker learns in its own tables), so within a run per
+        // worker and one more, every join forks.
         let leaf = threshold * 2;
-        tree(3, &|| common::spin(leaf));
-        let before = forks(&rt);
-        tree(3, &|| common::spin(leaf));
-        let costly = forks(&rt) - before;
+        let mut costly = Vec::new();
+        while costly.last() != Some(&7) && costly.len() < 4 {
+            let before = forks(&rt);
+            tree(3, &|| common::spin(leaf));
+            costly.push(forks(&rt) - before);
+        }
         Ok((cheap, costly))
     });
     assert_eq!(cheap, 0, "cheap children known to be cheap are inlined");
-    assert_eq!(costly, 7, "all 7 joins of costly children fork");
+    assert!(
+        costly.len() <= 3 && costly.last() == Some(&7),
+        "all 7 joins of costly children fork by the third run: {costly:?}"
+    );
 }
 
 #[test]

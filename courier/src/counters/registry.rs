@@ -752,7 +752,7 @@ pub(crate) static TYPES: &[CounterType] = &[
     locality_counter!(
         "/par/count/inlined",
         "",
-        "par::join calls of this process that ran their second closure inline (each thread adds its count every 64 calls)",
+        "par::join calls of this process that ran their second closure inline (each thread adds its count every 4,096 such calls)",
         |_s| Raw::Count(crate::par::joins().1)
     ),
     locality_counter!(

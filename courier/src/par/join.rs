@@ -55,6 +55,11 @@ where
     RA: Send,
     RB: Send,
 {
+    if !crate::sched::on_a_worker() {
+        // No worker to fork to, nor tables to learn in.
+        let ra = a();
+        return (ra, b());
+    }
     let site = sites::site(Location::caller());
     let depth = sites::depth();
     let expected = site.expected_ns(depth);
@@ -66,11 +71,15 @@ where
     let _inside = AtDepth::enter(depth + 1);
     if fork {
         sites::count_fork();
-        return crate::sched::fork_join(a, move || {
+        let (ra, (rb, ns)) = crate::sched::fork_join(a, move || {
             // Where `b` runs, it is one level below the caller.
             let _at = AtDepth::enter(depth + 1);
-            sites::timed(site, depth, b)
+            sites::time(b)
         });
+        // Learnt in the caller's tables, wherever `b` ran: each thread
+        // writes its own.
+        site.record(depth, ns);
+        return (ra, rb);
     }
     let ra = a();
     let rb = if expected == 0 || sites::sample_this_one(depth) {

@@ -14,18 +14,25 @@
 //! A duration is measured on every fork, on the first call at a (site,
 //! depth), and then on some inlined calls (a clock read costs as much as
 //! an inlined call): all at the top depths, fewer deeper (see
-//! [`sample_this_one`]). An estimate rises at once to a longer duration
-//! and decays slowly to shorter ones: inlining a child that has grown
-//! (the same sort called on a larger array) costs parallelism, forking
-//! one that shrank costs a task. The table of a site is made on
-//! its first call and kept for the process (there are as many as there
-//! are `join` calls in the program's source).
+//! [`sample_this_one`]). An estimate follows the longest recent durations
+//! (see [`Site::record`]): inlining a child that has grown (the same sort
+//! called on a larger array) costs parallelism, forking one that shrank
+//! costs a task. The table of a site is made on
+//! its first call on a worker thread and kept for the process (a few
+//! hundred bytes per `join` call site of the program's source and worker
+//! thread).
+//!
+//! Each worker thread has its own tables, written by it alone (a forked
+//! closure's duration is recorded by its caller, wherever it ran): every
+//! join reads an estimate, and a store by one worker would take the line
+//! from the others' caches (shared tables cost two workers doing fib a
+//! third of their time). A worker that has not run a site yet measures
+//! it again.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
 use crate::clock::clock;
@@ -36,6 +43,10 @@ pub(super) const DEPTHS: usize = 48;
 /// Deep inlined calls are timed one in this many (per thread); a power of
 /// two.
 pub(super) const SAMPLE_EVERY: u32 = 64;
+
+/// Inlined calls a thread counts before adding them to the process's
+/// count (`/par/count/inlined`): a shared atomic, so not on every call.
+pub(super) const COUNT_EVERY: u32 = 4096;
 
 /// Inlined calls at depths below this are always timed (1 + 2 + 4 calls
 /// of a binary tree; a `join` outside any other pays a clock read, about
@@ -60,21 +71,19 @@ impl Site {
         self.slot(depth).load(Ordering::Relaxed)
     }
 
-    /// Adds a measured duration at `depth` to the estimate: a longer one
-    /// replaces it (a child that grew must stop being inlined at once: it
-    /// may be a whole sequential computation), a shorter one counts for a
-    /// quarter.
+    /// Adds a measured duration at `depth` to the estimate: one more
+    /// than an eighth longer replaces it (a child that grew must stop
+    /// being inlined at once: it may be a whole sequential computation),
+    /// one less than half of it replaces it too; others leave it. So the
+    /// estimate follows the longest recent durations, which is what the
+    /// decision to fork is about, and is rarely written.
     pub(super) fn record(&self, depth: u32, ns: u64) {
         let slot = self.slot(depth);
         let ns = ns.max(1);
         let old = slot.load(Ordering::Relaxed);
-        let new = if old == 0 || ns > old {
-            ns
-        } else {
-            (3 * old + ns) / 4
-        };
-        // A lost update between threads costs one sample.
-        slot.store(new.max(1), Ordering::Relaxed);
+        if old == 0 || ns > old + old / 8 || ns < old / 2 {
+            slot.store(ns, Ordering::Relaxed);
+        }
     }
 
     #[inline]
@@ -87,7 +96,7 @@ impl Site {
 static FORKS: AtomicU64 = AtomicU64::new(0);
 
 /// Inlined `join`s of this process, as far as threads have added theirs
-/// (each adds its count every [`SAMPLE_EVERY`] inlined calls).
+/// (each adds its count every [`COUNT_EVERY`] inlined calls).
 static INLINED: AtomicU64 = AtomicU64::new(0);
 
 /// Counts a forked `join`.
@@ -104,10 +113,10 @@ pub(crate) fn joins() -> (u64, u64) {
     )
 }
 
-/// Every site seen in this process, by the address of its location.
-static SITES: Mutex<Option<FxHashMap<usize, &'static Site>>> = Mutex::new(None);
-
 thread_local! {
+    /// This thread's tables of the sites it ran, by the address of their
+    /// location.
+    static TABLES: RefCell<FxHashMap<usize, &'static Site>> = RefCell::new(FxHashMap::default());
     /// This thread's nesting depth of `join`s.
     static DEPTH: Cell<u32> = const { Cell::new(0) };
     /// Inlined calls on this thread, to pick those that are timed.
@@ -117,7 +126,7 @@ thread_local! {
         const { [const { Cell::new((0, None)) }; CACHE] };
 }
 
-/// The table of the call site `location`.
+/// The calling thread's table of the call site `location`.
 #[inline]
 pub(super) fn site(location: &'static Location<'static>) -> &'static Site {
     let key = std::ptr::from_ref(location) as usize;
@@ -134,15 +143,13 @@ pub(super) fn site(location: &'static Location<'static>) -> &'static Site {
 
 #[cold]
 fn lookup(key: usize) -> &'static Site {
-    let mut sites = SITES.lock();
-    sites
-        .get_or_insert_with(FxHashMap::default)
-        .entry(key)
-        .or_insert_with(|| {
+    TABLES.with(|tables| {
+        *tables.borrow_mut().entry(key).or_insert_with(|| {
             Box::leak(Box::new(Site {
                 expected_ns: [const { AtomicU64::new(0) }; DEPTHS],
             }))
         })
+    })
 }
 
 /// The calling thread's nesting depth of `join`s.
@@ -160,8 +167,8 @@ pub(super) fn depth() -> u32 {
 pub(super) fn sample_this_one(depth: u32) -> bool {
     let tick = TICK.get().wrapping_add(1);
     TICK.set(tick);
-    if tick % SAMPLE_EVERY == 0 {
-        INLINED.fetch_add(u64::from(SAMPLE_EVERY), Ordering::Relaxed);
+    if tick % COUNT_EVERY == 0 {
+        INLINED.fetch_add(u64::from(COUNT_EVERY), Ordering::Relaxed);
     }
     let every = 1u32 << depth.min(SAMPLE_EVERY.trailing_zeros());
     depth < ALWAYS_TIMED || tick % every == 0
@@ -186,13 +193,19 @@ impl Drop for AtDepth {
     }
 }
 
-/// Runs `f` at `depth` and records how long it took at `site`.
+/// Runs `f` and records how long it took at `site` and `depth`.
 pub(super) fn timed<R>(site: &Site, depth: u32, f: impl FnOnce() -> R) -> R {
+    let (out, ns) = time(f);
+    site.record(depth, ns);
+    out
+}
+
+/// Runs `f`; returns its output and how long it took, in ns.
+pub(super) fn time<R>(f: impl FnOnce() -> R) -> (R, u64) {
     let clock = clock();
     let start = clock.raw();
     let out = f();
-    site.record(depth, clock.delta_as_nanos(start, clock.raw()));
-    out
+    (out, clock.delta_as_nanos(start, clock.raw()))
 }
 
 #[cfg(test)]
@@ -207,14 +220,14 @@ mod tests {
         assert_eq!(site.expected_ns(3), 0);
         site.record(3, 100);
         assert_eq!(site.expected_ns(3), 100);
-        site.record(3, 20);
-        assert_eq!(
-            site.expected_ns(3),
-            80,
-            "a shorter one counts for a quarter"
-        );
+        site.record(3, 60);
+        assert_eq!(site.expected_ns(3), 100, "within half of it: kept");
+        site.record(3, 110);
+        assert_eq!(site.expected_ns(3), 100, "within an eighth more: kept");
         site.record(3, 500);
         assert_eq!(site.expected_ns(3), 500, "a longer one replaces it");
+        site.record(3, 200);
+        assert_eq!(site.expected_ns(3), 200, "less than half: replaces it");
         assert_eq!(site.expected_ns(4), 0);
         site.record(DEPTHS as u32 + 5, 7);
         assert_eq!(site.expected_ns(DEPTHS as u32 - 1), 7);

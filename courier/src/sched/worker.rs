@@ -135,6 +135,12 @@ pub(super) fn current_index(scheduler: &Scheduler) -> Option<usize> {
     (owner == std::ptr::from_ref(scheduler) as usize).then_some(index)
 }
 
+/// Whether the calling thread is a worker of any scheduler.
+#[inline]
+pub(crate) fn on_a_worker() -> bool {
+    WORKER.get().0 != 0
+}
+
 /// Whether the calling thread is one of `scheduler`'s workers.
 pub(crate) fn on_worker(scheduler: &Scheduler) -> bool {
     current_index(scheduler).is_some()
