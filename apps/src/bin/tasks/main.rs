@@ -24,6 +24,15 @@
 //! under `adaptive`, the tasks, task duration and task overhead from
 //! Courier's counters, as in seed 003's Table V, with the joins that
 //! forked and that ran inline.
+//!
+//! Every mode allocates with mimalloc, this program's global allocator:
+//! under glibc's `malloc`, the kernels that free on one thread what
+//! another allocated (health moves patients between lists) ran 2–5×
+//! slower in some processes than in others, in every parallel mode alike.
+
+/// See the module docs: glibc's allocator made health bimodal.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod fib;
 mod floorplan;
