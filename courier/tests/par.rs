@@ -214,3 +214,46 @@ fn for_each_locality_over_tcp() {
     })
     .unwrap();
 }
+
+#[test]
+fn slice_loops_visit_every_element_once_and_reduce_in_order() {
+    let config = common::inproc(1).workers(2);
+    courier::launch(config, |_rt| async move {
+        let chunkings = [
+            Chunking::Static(0),
+            Chunking::Static(1),
+            Chunking::Static(7),
+            Chunking::Static(1 << 20),
+            Chunking::Auto,
+        ];
+        for len in [0usize, 1, 5, 1000, 100_003] {
+            for chunking in chunkings {
+                // Each element counts its visits, borrowed from this stack.
+                let mut visits = vec![0u8; len];
+                par::for_each_mut(&mut visits, chunking, |v| *v += 1);
+                assert!(
+                    visits.iter().all(|v| *v == 1),
+                    "len {len}, {chunking:?}: an element was visited {} times",
+                    visits.iter().find(|v| **v != 1).unwrap()
+                );
+                // Concatenation is associative, not commutative: the
+                // result is in order only if every piece is combined in
+                // the order of the slice.
+                let items: Vec<usize> = (0..len).collect();
+                let ordered = par::map_reduce_slice(
+                    &items,
+                    chunking,
+                    Vec::new(),
+                    |i| vec![*i],
+                    |mut a, b| {
+                        a.extend(b);
+                        a
+                    },
+                );
+                assert_eq!(ordered, items, "len {len}, {chunking:?}");
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+}

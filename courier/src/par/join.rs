@@ -55,12 +55,25 @@ where
     RA: Send,
     RB: Send,
 {
+    join_at(Location::caller(), a, b)
+}
+
+/// [`join`], learning at the call site `location` (the program's, for
+/// the joins of the slice loops).
+#[inline]
+pub(super) fn join_at<A, B, RA, RB>(location: &'static Location<'static>, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
     if !crate::sched::on_a_worker() {
         // No worker to fork to, nor tables to learn in.
         let ra = a();
         return (ra, b());
     }
-    let site = sites::site(Location::caller());
+    let site = sites::site(location);
     let depth = sites::depth();
     let expected = site.expected_ns(depth);
     let fork = match inlining() {

@@ -8,7 +8,10 @@
 //! inlined join costs about 3 ns, a fork about 175 ns (the `spawn` bench).
 //!
 //! The parallel loops run the iterations of a range on this locality's
-//! workers, in chunks, each chunk a task; [`for_each_locality`] gives
+//! workers, in chunks, each chunk a task ([`for_each`], [`map_reduce`]:
+//! `async`, bodies `'static`), or the elements of a slice, halved with
+//! [`join`] ([`for_each_mut`], [`map_reduce_slice`]: they borrow);
+//! [`for_each_locality`] gives
 //! each locality of the job one block of a range, to loop over with its
 //! own workers.
 //!
@@ -46,6 +49,7 @@ mod join;
 mod loops;
 mod overhead;
 mod sites;
+mod slices;
 
 pub use chunk::{Chunking, LAMBDA_MIN};
 pub use distributed::for_each_locality;
@@ -54,6 +58,7 @@ pub use join::join;
 
 pub(crate) use inlining::set_inlining;
 pub use loops::{LoopReport, for_each, map_reduce};
+pub use slices::{AUTO_LEAF_NS, for_each_mut, map_reduce_slice};
 
 pub(crate) use overhead::measured_ns as measured_task_overhead_ns;
 
