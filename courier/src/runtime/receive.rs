@@ -235,8 +235,8 @@ impl Locality {
     }
 
     /// Keeps in `delivery` the calls one task should run (measured for
-    /// action `slot`) and delivers the rest as a run of its own, which
-    /// holds the run's credit. A malformed call among those kept leaves
+    /// action `slot`) and delivers the rest as a run of its own, with the
+    /// credit of its bytes. A malformed call among those kept leaves
     /// the run whole: running it finds the call.
     fn offer_rest(&self, delivery: &mut Delivery, slot: usize) {
         let keep =
@@ -252,14 +252,18 @@ impl Locality {
             }
         }
         let at = calls.offset();
+        // Each piece holds the credit of its own bytes until it has run,
+        // as the runs of one frame do; the first keeps the frame's charge.
+        let rest_credit = delivery.credit.min(delivery.body.len() - at);
         let rest = Delivery {
             source: delivery.source,
             body: delivery.body.slice(at..),
             action: delivery.action,
             count: delivery.count - keep,
-            credit: std::mem::take(&mut delivery.credit),
+            credit: rest_credit,
             work: self.start_work(),
         };
+        delivery.credit -= rest_credit;
         delivery.body.truncate(at);
         delivery.count = keep;
         self.deliver(rest);

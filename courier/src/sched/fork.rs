@@ -119,15 +119,18 @@ impl<B: FnOnce() -> R, R> Forked<'_, B, R> {
     /// Takes the job back and runs it here, or waits until the task that
     /// claimed it has finished; returns its result (resuming its panic).
     fn join(mut self) -> R {
-        self.settled = true;
         let result = if self.offer.withdraw() {
+            self.settled = true;
             let closure = self.job.closure.with_mut(|c| {
                 // SAFETY: withdrawn: nobody else touches the job.
                 unsafe { (*c).take() }
             });
             Ok((closure.expect("a withdrawn closure has not run"))())
         } else {
+            // Settled only once the job is done: should anything unwind
+            // out of the wait, the guard still waits for the job.
             self.wait();
+            self.settled = true;
             let result = self.job.result.with_mut(|r| {
                 // SAFETY: `DONE` was read with `Acquire`: the task wrote
                 // the result before and touches the job no more.
@@ -157,10 +160,15 @@ impl<B, R> Drop for Forked<'_, B, R> {
         if self.settled {
             return;
         }
-        // The caller's closure panicked: the job must not outlive the
-        // frame. Its result (or panic) is dropped with it.
+        // The caller is unwinding: the job must not outlive the frame.
+        // Its result (or panic) is dropped with it. No other task runs
+        // meanwhile (a panic in one now would abort): the job is claimed,
+        // and runs to its end on the thread that claimed it.
         if !self.offer.withdraw() {
-            self.wait();
+            let backoff = Backoff::default();
+            while !self.offer.is_done() {
+                backoff.snooze();
+            }
         }
     }
 }
@@ -179,7 +187,8 @@ pub(super) fn fork_join_with<A, B, RA, RB>(
 ) -> (RA, RB)
 where
     A: FnOnce() -> RA,
-    B: FnOnce() -> RB,
+    B: FnOnce() -> RB + Send,
+    RB: Send,
 {
     let job = StackJob {
         closure: UnsafeCell::new(Some(b)),

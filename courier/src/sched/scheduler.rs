@@ -22,6 +22,11 @@ pub(crate) struct Scheduler {
     pub(super) injector: Injector<Runnable>,
     pub(super) stealers: Vec<Stealer<Runnable>>,
     pub(super) locals: Mutex<Vec<Option<Worker<Runnable>>>>,
+    /// The other ends of the workers' deques of forked closures (see
+    /// `fork.rs`): what an idle worker, or one waiting for a forked
+    /// closure, takes from the others.
+    pub(super) offer_stealers: Vec<Stealer<Runnable>>,
+    pub(super) offer_locals: Mutex<Vec<Option<Worker<Runnable>>>>,
     pub(super) sleep: Sleep,
     background: OnceLock<Arc<dyn BackgroundWork>>,
     pub(super) shutdown: AtomicBool,
@@ -51,10 +56,17 @@ impl Scheduler {
         assert!(workers > 0, "a scheduler needs at least one worker");
         let locals: Vec<Worker<Runnable>> = (0..workers).map(|_| Worker::new_fifo()).collect();
         let stealers = locals.iter().map(Worker::stealer).collect();
+        // Oldest first, as the task deques (newest first made fib twice
+        // slower on two workers: a waiting worker took its own latest
+        // offers back as tasks instead of its thief's).
+        let offers: Vec<Worker<Runnable>> = (0..workers).map(|_| Worker::new_fifo()).collect();
+        let offer_stealers = offers.iter().map(Worker::stealer).collect();
         Arc::new(Scheduler {
             injector: Injector::new(),
             stealers,
             locals: Mutex::new(locals.into_iter().map(Some).collect()),
+            offer_stealers,
+            offer_locals: Mutex::new(offers.into_iter().map(Some).collect()),
             sleep: Sleep::default(),
             background: OnceLock::new(),
             shutdown: AtomicBool::new(false),
@@ -86,7 +98,9 @@ impl Scheduler {
 
     /// Whether any queue holds a task.
     pub(super) fn has_work(&self) -> bool {
-        !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+        !self.injector.is_empty()
+            || self.stealers.iter().any(|s| !s.is_empty())
+            || self.offer_stealers.iter().any(|s| !s.is_empty())
     }
 
     /// Whether [`shutdown`](Self::shutdown) was called.

@@ -26,6 +26,12 @@ impl Scheduler {
         on_start: Arc<dyn Fn(usize) + Send + Sync>,
     ) -> std::io::Result<()> {
         let locals: Vec<_> = self.locals.lock().iter_mut().map(Option::take).collect();
+        let mut offers: Vec<_> = self
+            .offer_locals
+            .lock()
+            .iter_mut()
+            .map(Option::take)
+            .collect();
         // Wait until every worker has run `on_start`, so that what it
         // records (the thread-local handle, the thread id) is there once
         // `start` returns.
@@ -33,6 +39,7 @@ impl Scheduler {
         let mut threads = self.threads.lock();
         for (index, local) in locals.into_iter().enumerate() {
             let local = local.expect("scheduler started twice");
+            let offers = offers[index].take().expect("scheduler started twice");
             let sched = Arc::clone(self);
             let on_start = Arc::clone(&on_start);
             let started = Arc::clone(&started);
@@ -40,9 +47,12 @@ impl Scheduler {
                 .name(format!("{name}-worker-{index}"))
                 .spawn(move || {
                     on_start(index);
+                    // Before `start` returns: a counter of this worker's
+                    // events read at once finds its thread.
+                    sched.perf.register_current_thread(index);
                     *started.0.lock() += 1;
                     started.1.notify_all();
-                    worker::run(sched, index, local);
+                    worker::run(sched, index, local, offers);
                 })?;
             threads.push(handle);
         }
@@ -76,6 +86,32 @@ impl Scheduler {
             .spawn(move |_| future, move |runnable| sched.schedule(runnable));
         runnable.schedule();
         JoinHandle::new(task)
+    }
+
+    /// Spawns the task of a forked closure onto the calling worker's deque
+    /// of offers (see `fork.rs`), which only idle workers and workers
+    /// waiting for a forked closure take from. Call from a worker of this
+    /// scheduler.
+    pub(super) fn spawn_offer<F>(self: &Arc<Self>, future: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        if let Some(index) = worker::current_index(self) {
+            self.published[index].count_spawn();
+        }
+        let sched = Arc::clone(self);
+        let future = worker::count_finish(future);
+        // Its schedule function runs once: the future is done in one poll.
+        let (runnable, task) = async_task::spawn(future, move |runnable| {
+            match worker::push_offer(&sched, runnable) {
+                None if sched.stealers.len() == 1 => return,
+                None => {}
+                Some(runnable) => sched.injector.push(runnable),
+            }
+            sched.sleep.notify_one(sched.background());
+        });
+        task.detach();
+        runnable.schedule();
     }
 
     /// Puts a runnable task on a queue and wakes a worker for it.

@@ -24,6 +24,8 @@ struct Local {
     owner: Arc<Scheduler>,
     index: usize,
     queue: Worker<Runnable>,
+    /// Tasks of forked closures offered by this worker (`fork.rs`).
+    offers: Worker<Runnable>,
 }
 
 thread_local! {
@@ -41,15 +43,32 @@ thread_local! {
 /// Pushes `runnable` on the current thread's deque if this thread is a
 /// worker of `scheduler`; hands it back otherwise.
 pub(super) fn push_local(scheduler: &Scheduler, runnable: Runnable) -> Option<Runnable> {
+    push_mine(scheduler, runnable, |local| &local.queue)
+}
+
+/// Pushes `runnable` (a forked closure's task) on the calling thread's
+/// deque of offers if it is a worker of `scheduler`; hands it back
+/// otherwise.
+pub(super) fn push_offer(scheduler: &Scheduler, runnable: Runnable) -> Option<Runnable> {
+    push_mine(scheduler, runnable, |local| &local.offers)
+}
+
+/// Pushes `runnable` on the deque `which` of the calling thread if it is
+/// a worker of `scheduler`; hands it back otherwise.
+fn push_mine(
+    scheduler: &Scheduler,
+    runnable: Runnable,
+    which: impl Fn(&Local) -> &Worker<Runnable>,
+) -> Option<Runnable> {
     LOCAL
         .try_with(|local| match local.get() {
             Some(local) if std::ptr::eq(local.scheduler, scheduler) => {
-                local.queue.push(runnable);
+                which(local).push(runnable);
                 None
             }
             _ => Some(runnable),
         })
-        .unwrap_or_else(|_| unreachable!("push_local during thread teardown"))
+        .unwrap_or_else(|_| unreachable!("a task pushed during thread teardown"))
 }
 
 /// Runs `a` here and `b` as a task any worker of this thread's scheduler
@@ -68,24 +87,23 @@ where
     fork_join_with(
         a,
         b,
-        |offer| drop(local.owner.spawn(async move { offer.run_if_open() })),
+        |offer| local.owner.spawn_offer(async move { offer.run_if_open() }),
         &|| help(&local),
     )
 }
 
-/// Runs one task of `local`'s scheduler, if there is one to find (its own
-/// deque, the injector, another worker's deque): what a worker waiting for
-/// a forked job does meanwhile.
+/// Runs one forked closure's task, if there is one to find (this
+/// worker's offers, then the others', oldest first): what a
+/// worker waiting for a forked closure does meanwhile. Only such tasks:
+/// an unrelated task run here would nest on this stack, inside the
+/// waiting task's poll, with its thread-local state.
 fn help(local: &Local) -> bool {
     let sched = &*local.owner;
-    let runnable = local.queue.pop().or_else(|| {
-        std::iter::once(&sched.injector as &dyn StealOne)
-            .chain(
-                (1..sched.stealers.len())
-                    .map(|k| &sched.stealers[(local.index + k) % sched.stealers.len()] as _),
-            )
-            .find_map(|source| source.steal_one())
-    });
+    let n = sched.offer_stealers.len();
+    let runnable = local
+        .offers
+        .pop()
+        .or_else(|| (1..n).find_map(|k| steal_one(&sched.offer_stealers[(local.index + k) % n])));
     match runnable {
         Some(runnable) => {
             runnable.run();
@@ -95,25 +113,11 @@ fn help(local: &Local) -> bool {
     }
 }
 
-/// A queue a worker may take one task from.
-trait StealOne {
-    fn steal_one(&self) -> Option<Runnable>;
-}
-
-impl StealOne for crossbeam_deque::Injector<Runnable> {
-    fn steal_one(&self) -> Option<Runnable> {
-        std::iter::repeat_with(|| self.steal())
-            .find(|s| !s.is_retry())
-            .and_then(Steal::success)
-    }
-}
-
-impl StealOne for crossbeam_deque::Stealer<Runnable> {
-    fn steal_one(&self) -> Option<Runnable> {
-        std::iter::repeat_with(|| self.steal())
-            .find(|s| !s.is_retry())
-            .and_then(Steal::success)
-    }
+/// One task from `stealer`, retrying while the deque is contended.
+fn steal_one(stealer: &crossbeam_deque::Stealer<Runnable>) -> Option<Runnable> {
+    std::iter::repeat_with(|| stealer.steal())
+        .find(|s| !s.is_retry())
+        .and_then(Steal::success)
 }
 
 /// Labels the task the calling worker of `scheduler` is polling with
@@ -180,12 +184,18 @@ pub(crate) fn charge_network(ns: u64) {
 }
 
 /// The body of worker thread `index`.
-pub(super) fn run(sched: Arc<Scheduler>, index: usize, queue: Worker<Runnable>) {
+pub(super) fn run(
+    sched: Arc<Scheduler>,
+    index: usize,
+    queue: Worker<Runnable>,
+    offers: Worker<Runnable>,
+) {
     let local = Rc::new(Local {
         scheduler: Arc::as_ptr(&sched),
         owner: Arc::clone(&sched),
         index,
         queue,
+        offers,
     });
     LOCAL.with(|cell| {
         if cell.set(Rc::clone(&local)).is_err() {
@@ -193,7 +203,6 @@ pub(super) fn run(sched: Arc<Scheduler>, index: usize, queue: Worker<Runnable>) 
         }
     });
     WORKER.set((Arc::as_ptr(&sched) as usize, index));
-    sched.perf.register_current_thread(index);
     let mut worker = WorkerLoop {
         sched: &sched,
         index,
@@ -370,6 +379,11 @@ impl WorkerLoop<'_> {
         if let Some(runnable) = self.local.queue.pop() {
             return Some(runnable);
         }
+        // Offers of joins no longer on this stack: taken back or done,
+        // they are finished in a moment.
+        if let Some(runnable) = self.local.offers.pop() {
+            return Some(runnable);
+        }
         let n = self.sched.stealers.len();
         loop {
             let mut retry = false;
@@ -379,23 +393,39 @@ impl WorkerLoop<'_> {
                 Steal::Empty => {}
             }
             let start = usize::try_from(self.next_random()).unwrap_or(0) % n;
-            for offset in 0..n {
-                let victim = (start + offset) % n;
-                if victim == self.index {
-                    continue;
-                }
-                match self.sched.stealers[victim].steal() {
-                    Steal::Success(runnable) => {
-                        self.stats.steals += 1;
-                        return Some(runnable);
-                    }
-                    Steal::Retry => retry = true,
-                    Steal::Empty => {}
+            // Other workers' tasks first, then the closures they forked.
+            for victims in [&self.sched.stealers, &self.sched.offer_stealers] {
+                if let Some(runnable) = self.steal_from(victims, start, &mut retry) {
+                    self.stats.steals += 1;
+                    return Some(runnable);
                 }
             }
             if !retry {
                 return None;
             }
         }
+    }
+
+    /// A task from another worker's deque among `victims`, starting at
+    /// `start`; sets `retry` when one was contended.
+    fn steal_from(
+        &self,
+        victims: &[crossbeam_deque::Stealer<Runnable>],
+        start: usize,
+        retry: &mut bool,
+    ) -> Option<Runnable> {
+        let n = victims.len();
+        for offset in 0..n {
+            let victim = (start + offset) % n;
+            if victim == self.index {
+                continue;
+            }
+            match victims[victim].steal() {
+                Steal::Success(runnable) => return Some(runnable),
+                Steal::Retry => *retry = true,
+                Steal::Empty => {}
+            }
+        }
+        None
     }
 }
