@@ -3,7 +3,7 @@
 //! once, panics come back to the caller, and the adaptive policy forks
 //! costly children and inlines cheap ones.
 //!
-//! The inlining setting and the join counters belong to the process, so
+//! The join counters (and the tables of call sites) belong to the process, so
 //! the tests of this file take turns (`SERIAL`).
 
 mod common;

@@ -477,8 +477,8 @@ impl Config {
     /// Sets how [`par::join`](crate::par::join) decides between running
     /// its second closure inline and as a task (default
     /// [`Inlining::Adaptive`](crate::par::Inlining::Adaptive);
-    /// `COURIER_INLINING`: `adaptive`, `never` or `depth:N`). The setting
-    /// is the process's: the last job launched sets it.
+    /// `COURIER_INLINING`: `adaptive`, `never` or `depth:N`), on every
+    /// locality of this job.
     pub fn inlining(mut self, inlining: crate::par::Inlining) -> Self {
         self.inlining = inlining;
         self
@@ -538,6 +538,7 @@ impl Config {
             liveness,
             watchdog: self.watchdog,
             on_post_failure: self.on_post_failure,
+            join_policy: crate::par::policy_code(self.inlining),
         }
     }
 

@@ -150,7 +150,6 @@ where
 
 fn start<T: Send + 'static>(config: Config, main: Main<'_, T>) -> Result<T, Error> {
     config.validate()?;
-    crate::par::set_inlining(config.inlining);
     let job = JobEnv::from_env()?;
     if config.list_counters {
         if job.as_ref().is_none_or(|j| j.rank == 0) {

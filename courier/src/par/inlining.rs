@@ -1,8 +1,6 @@
 //! [`Inlining`]: how [`join`](super::join) decides between running its
 //! second closure inline and making it a task.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 /// How [`join`](super::join) decides whether its second closure runs
 /// inline (in the caller, right after the first) or as a task another
 /// worker may take. Set for a job with
@@ -48,23 +46,20 @@ impl std::str::FromStr for Inlining {
     }
 }
 
-/// The process's setting, encoded: 0 adaptive, 1 never, 2 + N depth N.
-static SETTING: AtomicU64 = AtomicU64::new(0);
-
-/// Sets the process's inlining (from [`Config::inlining`](crate::Config::inlining)).
-pub(crate) fn set_inlining(inlining: Inlining) {
-    let code = match inlining {
+/// `inlining` as the opaque code a scheduler keeps for its workers
+/// (`sched::join_policy`): 0 adaptive, 1 never, 2 + N depth N.
+pub(crate) fn policy_code(inlining: Inlining) -> u64 {
+    match inlining {
         Inlining::Adaptive => 0,
         Inlining::Never => 1,
         Inlining::Depth(depth) => 2 + u64::from(depth),
-    };
-    SETTING.store(code, Ordering::Relaxed);
+    }
 }
 
-/// The process's inlining.
+/// The inlining of a code from [`policy_code`].
 #[inline]
-pub(crate) fn inlining() -> Inlining {
-    match SETTING.load(Ordering::Relaxed) {
+pub(crate) fn from_code(code: u64) -> Inlining {
+    match code {
         0 => Inlining::Adaptive,
         1 => Inlining::Never,
         code => Inlining::Depth(u32::try_from(code - 2).unwrap_or(u32::MAX)),

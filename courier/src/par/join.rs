@@ -3,7 +3,7 @@
 
 use std::panic::Location;
 
-use super::inlining::{Inlining, inlining};
+use super::inlining::{Inlining, from_code};
 use super::sites::{self, AtDepth};
 
 /// Runs `a` and `b` and returns both results, `b` possibly on another
@@ -68,15 +68,15 @@ where
     RA: Send,
     RB: Send,
 {
-    if !crate::sched::on_a_worker() {
+    let Some(policy) = crate::sched::join_policy() else {
         // No worker to fork to, nor tables to learn in.
         let ra = a();
         return (ra, b());
-    }
+    };
     let site = sites::site(location);
     let depth = sites::depth();
     let expected = site.expected_ns(depth);
-    let fork = match inlining() {
+    let fork = match from_code(policy) {
         Inlining::Adaptive => expected == 0 || expected >= crate::sched::task_threshold_ns(),
         Inlining::Never => true,
         Inlining::Depth(cutoff) => depth < cutoff,

@@ -56,7 +56,7 @@ pub use distributed::for_each_locality;
 pub use inlining::Inlining;
 pub use join::join;
 
-pub(crate) use inlining::set_inlining;
+pub(crate) use inlining::policy_code;
 pub use loops::{LoopReport, for_each, map_reduce};
 pub use slices::{AUTO_LEAF_NS, for_each_mut, map_reduce_slice};
 

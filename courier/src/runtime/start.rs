@@ -78,6 +78,9 @@ pub(crate) struct Settings<'a> {
     pub(crate) watchdog: Option<Duration>,
     /// What a failed post does.
     pub(crate) on_post_failure: OnPostFailure,
+    /// How `par::join` decides, encoded by `par` (see
+    /// `Scheduler::set_join_policy`).
+    pub(crate) join_policy: u64,
 }
 
 impl Locality {
@@ -98,8 +101,10 @@ impl Locality {
             liveness,
             watchdog,
             on_post_failure,
+            join_policy,
         } = settings;
         let sched = Scheduler::new(workers);
+        sched.set_join_policy(join_policy);
         let aggregator = Arc::new(Aggregator::new(
             here,
             count,

@@ -35,7 +35,7 @@ pub use join::JoinHandle;
 pub(crate) use perf::{EVENTS as PERF_EVENTS, Perf};
 pub(crate) use scheduler::Scheduler;
 pub(crate) use stats::{StatsSnapshot, WorkerStats};
-pub(crate) use worker::{charge_network, fork_join, label_poll, on_a_worker, on_worker};
+pub(crate) use worker::{charge_network, fork_join, join_policy, label_poll, on_worker};
 pub use yield_now::{YieldNow, yield_now};
 
 /// How many tasks a worker runs between two calls to background work while

@@ -27,6 +27,9 @@ pub(crate) struct Scheduler {
     /// closure, takes from the others.
     pub(super) offer_stealers: Vec<Stealer<Runnable>>,
     pub(super) offer_locals: Mutex<Vec<Option<Worker<Runnable>>>>,
+    /// How `par::join` decides on these workers: an opaque code of
+    /// `par`'s, copied into each worker thread when it starts.
+    pub(super) join_policy: AtomicU64,
     pub(super) sleep: Sleep,
     background: OnceLock<Arc<dyn BackgroundWork>>,
     pub(super) shutdown: AtomicBool,
@@ -67,6 +70,7 @@ impl Scheduler {
             locals: Mutex::new(locals.into_iter().map(Some).collect()),
             offer_stealers,
             offer_locals: Mutex::new(offers.into_iter().map(Some).collect()),
+            join_policy: AtomicU64::new(0),
             sleep: Sleep::default(),
             background: OnceLock::new(),
             shutdown: AtomicBool::new(false),
@@ -75,6 +79,12 @@ impl Scheduler {
             perf: Perf::new(workers),
             threads: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Sets the code of `par::join`'s policy on these workers. Call
+    /// before [`start`](Self::start).
+    pub(crate) fn set_join_policy(&self, code: u64) {
+        self.join_policy.store(code, Ordering::Relaxed);
     }
 
     /// Installs the background work. Call at most once, before [`start`](Self::start).

@@ -35,6 +35,9 @@ thread_local! {
     /// thread, for the send path to find its worker's buffers: a type
     /// without `Drop`, so reading it is a plain load.
     static WORKER: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    /// The scheduler's join policy plus one, on its worker threads (0:
+    /// not a worker): what `par::join` reads on every call.
+    static JOIN_POLICY: Cell<u64> = const { Cell::new(0) };
     /// Tasks finished on this thread, copied into the worker's stats when
     /// it publishes them.
     static FINISHED: Cell<u64> = const { Cell::new(0) };
@@ -139,10 +142,11 @@ pub(super) fn current_index(scheduler: &Scheduler) -> Option<usize> {
     (owner == std::ptr::from_ref(scheduler) as usize).then_some(index)
 }
 
-/// Whether the calling thread is a worker of any scheduler.
+/// The join policy code of the scheduler whose worker the calling thread
+/// is, if it is one.
 #[inline]
-pub(crate) fn on_a_worker() -> bool {
-    WORKER.get().0 != 0
+pub(crate) fn join_policy() -> Option<u64> {
+    JOIN_POLICY.get().checked_sub(1)
 }
 
 /// Whether the calling thread is one of `scheduler`'s workers.
@@ -203,6 +207,12 @@ pub(super) fn run(
         }
     });
     WORKER.set((Arc::as_ptr(&sched) as usize, index));
+    JOIN_POLICY.set(
+        sched
+            .join_policy
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .saturating_add(1),
+    );
     let mut worker = WorkerLoop {
         sched: &sched,
         index,

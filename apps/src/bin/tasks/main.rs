@@ -17,8 +17,8 @@
 //! answer where there is one (fib, nqueens, sort, strassen, uts), and its
 //! digest against the first sequential run's (all); any mismatch is
 //! printed and the exit status is 1. Only the kernel is timed: each
-//! Courier run is one `courier::launch` (the inlining policy is the
-//! process's, set by the last launch), whose launch is not timed. Prints
+//! Courier run is one `courier::launch` (the inlining policy is a job's
+//! setting), whose launch is not timed. Prints
 //! the median seconds of every mode and adaptive's ratios to `seq`,
 //! `rayon` and the better of `never` and `depth`; then, per benchmark
 //! under `adaptive`, the tasks, task duration and task overhead from
