@@ -37,7 +37,9 @@ pub(crate) use frame::{EncodeError, FrameBuilder, FrameMark, encode_control};
 #[cfg(feature = "test-hooks")]
 pub use fuzz::FuzzFrames;
 pub use pending::{BatchFuture, CallFuture};
-pub(crate) use pending::{BatchResults, Path, PendingCall, PendingTable, Response};
+pub(crate) use pending::{
+    BatchResults, LocalOutcome, LocalRun, Path, PendingCall, PendingTable, Response,
+};
 pub use segments::{
     DEFAULT_PACK_BELOW, MAX_UNIT_SLOTS, SegmentFull, SegmentOptions, SegmentOutput, SegmentResults,
     SegmentUnit, SegmentsFuture,

@@ -707,6 +707,32 @@ impl Drop for PendingCall {
 enum Waiting {
     Remote(PendingCall),
     Failed(Option<Failure>),
+    Local(LocalCall),
+}
+
+/// What a local call that may run inline does: run when the future is
+/// first polled (`true`: the output, boxed, or the call's pending entry if
+/// it could not run there), or go the usual way if the future is dropped
+/// unpolled (`false`).
+pub(crate) type LocalRun = Box<dyn FnOnce(bool) -> Option<Result<LocalOutcome, Failure>> + Send>;
+
+/// How a [`LocalRun`] that was asked to run went.
+pub(crate) enum LocalOutcome {
+    /// It ran here: the output.
+    Ran(Box<dyn std::any::Any + Send>),
+    /// It was sent the usual way: its pending entry.
+    Sent(PendingCall),
+}
+
+/// A local call not run yet: runs the usual way when dropped unpolled.
+struct LocalCall(Option<LocalRun>);
+
+impl Drop for LocalCall {
+    fn drop(&mut self) {
+        if let Some(run) = self.0.take() {
+            run(false);
+        }
+    }
 }
 
 /// The future result of a call: resolves to the action's output or to a
@@ -739,6 +765,12 @@ impl<T> CallFuture<T> {
         Self::with_state(action, locality, Waiting::Failed(Some(failure)))
     }
 
+    /// A call of this locality that runs when first polled (see
+    /// [`LocalRun`]).
+    pub(crate) fn local(action: &'static str, locality: LocalityId, run: LocalRun) -> Self {
+        Self::with_state(action, locality, Waiting::Local(LocalCall(Some(run))))
+    }
+
     fn with_state(action: &'static str, locality: LocalityId, state: Waiting) -> Self {
         CallFuture {
             action,
@@ -766,12 +798,31 @@ impl<T> CallFuture<T> {
 
 impl<T> Unpin for CallFuture<T> {}
 
-impl<T: DeserializeOwned> Future for CallFuture<T> {
+impl<T: DeserializeOwned + 'static> Future for CallFuture<T> {
     type Output = Result<T, CallError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        if let Waiting::Local(LocalCall(run)) = &mut this.state {
+            let run = run
+                .take()
+                .expect("CallFuture polled after it returned its result");
+            let result = match run(true).expect("a local call asked to run reports how") {
+                Ok(LocalOutcome::Sent(call)) => {
+                    this.state = Waiting::Remote(call);
+                    return Pin::new(this).poll(cx);
+                }
+                Ok(LocalOutcome::Ran(output)) => match output.downcast::<T>() {
+                    Ok(output) => Ok(*output),
+                    Err(_) => unreachable!("a local call's output has the action's type"),
+                },
+                Err(failure) => Err(failure),
+            };
+            this.state = Waiting::Failed(None);
+            return Poll::Ready(result.map_err(|f| CallError::new(this.action, this.locality, f)));
+        }
         let result = match &mut this.state {
+            Waiting::Local(_) => unreachable!("handled above"),
             Waiting::Remote(call) => match call.poll_completion(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Ok(Output::Single(bytes))) => {

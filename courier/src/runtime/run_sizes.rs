@@ -61,6 +61,17 @@ impl RunSizes {
             .clamp(1, count)
     }
 
+    /// Whether a call of `slot` made on this locality may run inline in
+    /// its caller: its calls are measured and shorter than a task is
+    /// worth (the granularity threshold).
+    pub(super) fn runs_inline(&self, slot: usize) -> bool {
+        let per_call = self
+            .call_ns
+            .get(slot)
+            .map_or(0, |e| e.load(Ordering::Relaxed));
+        per_call != 0 && per_call < crate::sched::task_threshold_ns()
+    }
+
     /// The estimated ns per call of `slot` (0: not measured).
     #[cfg(test)]
     fn call_ns(&self, slot: usize) -> u64 {

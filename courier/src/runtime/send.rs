@@ -22,7 +22,8 @@ use crate::clock::clock;
 use crate::ids::LocalityId;
 use crate::parcel::{
     BatchFuture, BatchResults, CallError, CallFuture, Caller, FRAME_HEADROOM, Failure,
-    FrameBuilder, Path, PendingCall, ReplyTo, Response, RunKind,
+    FrameBuilder, LocalOutcome, LocalRun, Path, PendingCall, RemoteError, ReplyTo, Response,
+    RunKind,
 };
 use crate::sched::charge_network;
 use crate::transport::{Sink, check_frame_len};
@@ -43,13 +44,18 @@ impl Runtime {
     ) -> CallFuture<A::Output> {
         let _ = action;
         let l = self.inner();
-        match l.check_dest(dest) {
-            Ok(()) => CallFuture::remote(
+        if let Err(failure) = l.check_dest(dest) {
+            return CallFuture::failed(A::NAME, dest, failure);
+        }
+        match (dest == l.here, A::SYNC, slot_of::<A>()) {
+            (true, Some(function), Some(slot)) if l.run_sizes.runs_inline(slot) => {
+                CallFuture::local(A::NAME, dest, local_call::<A>(l, function, slot, args))
+            }
+            _ => CallFuture::remote(
                 A::NAME,
                 dest,
                 call_pending::<A>(l, dest, dest, &args, ReplyTo::Caller),
             ),
-            Err(failure) => CallFuture::failed(A::NAME, dest, failure),
         }
     }
 
@@ -259,6 +265,41 @@ fn call_pending<A: Action>(
         l.pending.fail(request, failure);
     }
     pending
+}
+
+/// A call of this locality's own synchronous action `A`, measured
+/// shorter than a task is worth: it runs inline when its future is first
+/// polled on one of this locality's workers (no parcel, no task; the
+/// caller waits for it then anyway), as the receive path would run it
+/// (its panic fails the call alone, its sends do not wait for credit);
+/// polled elsewhere, or dropped unpolled, it goes the usual way.
+fn local_call<A: Action>(
+    l: &Locality,
+    function: fn(A::Args) -> A::Output,
+    slot: usize,
+    args: A::Args,
+) -> LocalRun {
+    let l = l.shared();
+    Box::new(move |polled| {
+        if polled && crate::sched::on_worker(&l.sched) {
+            let clock = crate::clock::clock();
+            let start = clock.raw();
+            let output = {
+                let _handler = super::credit::HandlerScope::enter();
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| function(args)))
+            };
+            l.run_sizes
+                .record(slot, 1, clock.delta_as_nanos(start, clock.raw()));
+            return Some(match output {
+                Ok(output) => Ok(LocalOutcome::Ran(Box::new(output))),
+                Err(panic) => Err(Failure::Remote(RemoteError::Panicked(
+                    crate::parcel::panic_message(&*panic),
+                ))),
+            });
+        }
+        let pending = call_pending::<A>(&l, l.here, l.here, &args, ReplyTo::Caller);
+        polled.then_some(Ok(LocalOutcome::Sent(pending)))
+    })
 }
 
 /// Encodes a call of `A` (registry slot `slot`, if registered) into the

@@ -165,7 +165,7 @@ impl<T> std::fmt::Debug for Timeout<T> {
 
 impl<T> Unpin for Timeout<T> {}
 
-impl<T: DeserializeOwned> Future for Timeout<T> {
+impl<T: DeserializeOwned + 'static> Future for Timeout<T> {
     type Output = Result<T, CallError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
