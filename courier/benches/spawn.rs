@@ -1,5 +1,6 @@
 //! Task spawn + execute overhead: empty tasks on one worker of one
-//! locality; and what `par::join` costs inlined and forked.
+//! locality; what `par::join` costs inlined and forked; an awaited call
+//! of a short action of the same locality.
 //!
 //! `cargo bench -p courier --bench spawn` (the system's allocator);
 //! `cargo bench -p courier --bench spawn_mimalloc` runs the same with
@@ -109,7 +110,35 @@ fn joins(n: u64, inlining: Inlining) -> Duration {
     .expect("the bench job failed")
 }
 
+/// A short synchronous action, for local calls.
+#[courier::action]
+fn square(x: u64) -> u64 {
+    x.wrapping_mul(x)
+}
+
+/// Makes and awaits `n` calls of `square` on this locality, one at a
+/// time, after 16 to measure the action (short local calls then run
+/// inline in the caller); returns the time of the `n`.
+fn local_calls(n: u64) -> Duration {
+    let config = Config::new()
+        .localities(1)
+        .workers(1)
+        .transport(TransportKind::Inproc);
+    courier::launch(config, move |rt| async move {
+        for i in 0..16 {
+            rt.call(rt.here(), square, (i,)).await?;
+        }
+        let start = Instant::now();
+        for i in 0..n {
+            std::hint::black_box(rt.call(rt.here(), square, (i,)).await?);
+        }
+        Ok(start.elapsed())
+    })
+    .expect("the bench job failed")
+}
+
 fn bench(c: &mut Criterion) {
+    c.bench_function("local_call_awaited", |b| b.iter_custom(local_calls));
     // What `par::join` costs when it inlines its second closure (a fixed
     // cutoff of 0: every join inlines) and when it forks it (inlining
     // off: one worker, so every fork is taken back by its caller).
