@@ -15,6 +15,7 @@
 /// # let _ = config;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Inlining {
     /// From measurements: inline when the closure's expected duration
     /// at this call site and nesting depth is below `λ_min` times the
@@ -26,6 +27,18 @@ pub enum Inlining {
     /// A fixed cutoff, as hand-tuned task codes have: fork above this
     /// nesting depth of `join`s, inline at it and below.
     Depth(u32),
+}
+
+impl std::fmt::Display for Inlining {
+    /// As [`FromStr`](std::str::FromStr) reads it: `adaptive`, `never`,
+    /// `depth:N`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Inlining::Adaptive => f.write_str("adaptive"),
+            Inlining::Never => f.write_str("never"),
+            Inlining::Depth(depth) => write!(f, "depth:{depth}"),
+        }
+    }
 }
 
 impl std::str::FromStr for Inlining {
@@ -63,5 +76,28 @@ pub(crate) fn from_code(code: u64) -> Inlining {
         0 => Inlining::Adaptive,
         1 => Inlining::Never,
         code => Inlining::Depth(u32::try_from(code - 2).unwrap_or(u32::MAX)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_read_back_what_they_print_and_bad_ones_are_named() {
+        for inlining in [
+            Inlining::Adaptive,
+            Inlining::Never,
+            Inlining::Depth(0),
+            Inlining::Depth(12),
+        ] {
+            assert_eq!(inlining.to_string().parse::<Inlining>(), Ok(inlining));
+            assert_eq!(from_code(policy_code(inlining)), inlining);
+        }
+        let error = "depth:x".parse::<Inlining>().unwrap_err();
+        assert!(
+            error.contains("`depth:x`") && error.contains("depth:N"),
+            "{error}"
+        );
     }
 }

@@ -205,9 +205,7 @@ impl fmt::Display for Mode {
         match self {
             Mode::Seq => f.write_str("seq"),
             Mode::Rayon => f.write_str("rayon"),
-            Mode::Courier(Inlining::Never) => f.write_str("never"),
-            Mode::Courier(Inlining::Depth(d)) => write!(f, "depth:{d}"),
-            Mode::Courier(_) => f.write_str("adaptive"),
+            Mode::Courier(inlining) => write!(f, "{inlining}"),
         }
     }
 }
