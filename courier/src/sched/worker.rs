@@ -18,9 +18,7 @@ use crate::clock::{POLL_BUCKETS, clock, poll_bucket};
 
 /// What a worker thread knows about itself.
 struct Local {
-    /// Identity of the scheduler this thread works for.
-    scheduler: *const Scheduler,
-    /// The scheduler itself, for forks made on this thread.
+    /// The scheduler this thread works for.
     owner: Arc<Scheduler>,
     index: usize,
     queue: Worker<Runnable>,
@@ -65,7 +63,7 @@ fn push_mine(
 ) -> Option<Runnable> {
     LOCAL
         .try_with(|local| match local.get() {
-            Some(local) if std::ptr::eq(local.scheduler, scheduler) => {
+            Some(local) if std::ptr::eq(&*local.owner, scheduler) => {
                 which(local).push(runnable);
                 None
             }
@@ -101,12 +99,20 @@ where
 /// an unrelated task run here would nest on this stack, inside the
 /// waiting task's poll, with its thread-local state.
 fn help(local: &Local) -> bool {
-    let sched = &*local.owner;
-    let n = sched.offer_stealers.len();
-    let runnable = local
-        .offers
-        .pop()
-        .or_else(|| (1..n).find_map(|k| steal_one(&sched.offer_stealers[(local.index + k) % n])));
+    let runnable = local.offers.pop().or_else(|| {
+        loop {
+            let mut retry = false;
+            let stolen = steal_from(
+                &local.owner.offer_stealers,
+                local.index,
+                local.index,
+                &mut retry,
+            );
+            if stolen.is_some() || !retry {
+                break stolen;
+            }
+        }
+    });
     match runnable {
         Some(runnable) => {
             runnable.run();
@@ -116,11 +122,27 @@ fn help(local: &Local) -> bool {
     }
 }
 
-/// One task from `stealer`, retrying while the deque is contended.
-fn steal_one(stealer: &crossbeam_deque::Stealer<Runnable>) -> Option<Runnable> {
-    std::iter::repeat_with(|| stealer.steal())
-        .find(|s| !s.is_retry())
-        .and_then(Steal::success)
+/// A task from a deque among `victims` other than worker `me`'s, trying
+/// them from `start` on; sets `retry` when one was contended.
+fn steal_from(
+    victims: &[crossbeam_deque::Stealer<Runnable>],
+    me: usize,
+    start: usize,
+    retry: &mut bool,
+) -> Option<Runnable> {
+    let n = victims.len();
+    for offset in 0..n {
+        let victim = (start + offset) % n;
+        if victim == me {
+            continue;
+        }
+        match victims[victim].steal() {
+            Steal::Success(runnable) => return Some(runnable),
+            Steal::Retry => *retry = true,
+            Steal::Empty => {}
+        }
+    }
+    None
 }
 
 /// Labels the task the calling worker of `scheduler` is polling with
@@ -195,7 +217,6 @@ pub(super) fn run(
     offers: Worker<Runnable>,
 ) {
     let local = Rc::new(Local {
-        scheduler: Arc::as_ptr(&sched),
         owner: Arc::clone(&sched),
         index,
         queue,
@@ -405,7 +426,7 @@ impl WorkerLoop<'_> {
             let start = usize::try_from(self.next_random()).unwrap_or(0) % n;
             // Other workers' tasks first, then the closures they forked.
             for victims in [&self.sched.stealers, &self.sched.offer_stealers] {
-                if let Some(runnable) = self.steal_from(victims, start, &mut retry) {
+                if let Some(runnable) = steal_from(victims, self.index, start, &mut retry) {
                     self.stats.steals += 1;
                     return Some(runnable);
                 }
@@ -414,28 +435,5 @@ impl WorkerLoop<'_> {
                 return None;
             }
         }
-    }
-
-    /// A task from another worker's deque among `victims`, starting at
-    /// `start`; sets `retry` when one was contended.
-    fn steal_from(
-        &self,
-        victims: &[crossbeam_deque::Stealer<Runnable>],
-        start: usize,
-        retry: &mut bool,
-    ) -> Option<Runnable> {
-        let n = victims.len();
-        for offset in 0..n {
-            let victim = (start + offset) % n;
-            if victim == self.index {
-                continue;
-            }
-            match victims[victim].steal() {
-                Steal::Success(runnable) => return Some(runnable),
-                Steal::Retry => *retry = true,
-                Steal::Empty => {}
-            }
-        }
-        None
     }
 }
