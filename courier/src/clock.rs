@@ -13,6 +13,16 @@ pub(crate) fn clock() -> &'static quanta::Clock {
     CLOCK.get_or_init(quanta::Clock::new)
 }
 
+/// Runs `f`; returns its output and how long it took, in ns by
+/// [`clock`].
+#[inline]
+pub(crate) fn timed<R>(f: impl FnOnce() -> R) -> (R, u64) {
+    let clock = clock();
+    let start = clock.raw();
+    let out = f();
+    (out, clock.delta_as_nanos(start, clock.raw()))
+}
+
 /// Asks Linux for a timer slack of 1 ns on the calling thread (once per
 /// thread), so that its short timed waits (the flush timer, a polling MPI
 /// driver) are not stretched by the default 50 µs slack.

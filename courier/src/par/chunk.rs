@@ -1,7 +1,10 @@
 //! [`Chunking`]: how a parallel loop cuts its range, and the sizing of
 //! [`Chunking::Auto`] from a measured iteration time.
 
+use std::ops::Range;
 use std::time::Duration;
+
+use crate::clock::clock;
 
 /// How a parallel loop cuts its range into chunks (one task each).
 ///
@@ -42,6 +45,30 @@ pub const LAMBDA_MIN: f64 = 1000.0;
 /// for a clock read (a few ns) to be noise, short enough to be a small
 /// part of any loop worth running in parallel.
 pub(crate) const MEASURE: Duration = Duration::from_micros(20);
+
+/// Runs `step` on the first indices of `range`, doubling their number
+/// until they took `until` or the range ends; returns how many ran and
+/// the ns of one (what [`Chunking::Auto`] sizes chunks and leaves from).
+pub(crate) fn measure_first(
+    range: Range<usize>,
+    until: Duration,
+    mut step: impl FnMut(usize),
+) -> (usize, f64) {
+    let clock = clock();
+    let start = clock.raw();
+    let mut next = range.start;
+    let mut batch = 1usize;
+    let mut elapsed = Duration::ZERO;
+    while next < range.end && elapsed < until {
+        let stop = next.saturating_add(batch).min(range.end);
+        (next..stop).for_each(&mut step);
+        next = stop;
+        batch = batch.saturating_mul(2);
+        elapsed = Duration::from_nanos(clock.delta_as_nanos(start, clock.raw()));
+    }
+    let ran = next - range.start;
+    (ran, elapsed.as_nanos() as f64 / ran.max(1) as f64)
+}
 
 /// The least task overhead [`Chunking::Auto`] assumes, in ns: below the
 /// cheapest spawn-run-join measured here (80 ns on one worker), a guard

@@ -5,6 +5,7 @@ use std::panic::Location;
 
 use super::inlining::{Inlining, from_code};
 use super::sites::{self, AtDepth};
+use crate::clock::timed;
 
 /// Runs `a` and `b` and returns both results, `b` possibly on another
 /// worker of this locality.
@@ -87,7 +88,7 @@ where
         let (ra, (rb, ns)) = crate::sched::fork_join(a, move || {
             // Where `b` runs, it is one level below the caller.
             let _at = AtDepth::enter(depth + 1);
-            sites::time(b)
+            timed(b)
         });
         // Learnt in the caller's tables, wherever `b` ran: each thread
         // writes its own.
@@ -95,10 +96,10 @@ where
         return (ra, rb);
     }
     let ra = a();
-    let rb = if expected == 0 || sites::sample_this_one(depth) {
-        sites::timed(site, depth, b)
-    } else {
-        b()
-    };
-    (ra, rb)
+    if expected == 0 || sites::sample_this_one(depth) {
+        let (rb, ns) = timed(b);
+        site.record(depth, ns);
+        return (ra, rb);
+    }
+    (ra, b())
 }

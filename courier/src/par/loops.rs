@@ -2,11 +2,9 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Duration;
 
-use super::chunk::{Chunking, MEASURE, auto_size};
+use super::chunk::{Chunking, MEASURE, auto_size, measure_first};
 use super::overhead::task_overhead_ns;
-use crate::clock::clock;
 use crate::runtime::{Runtime, current};
 
 /// How a parallel loop ran: what [`Chunking::Auto`] measured and chose.
@@ -134,30 +132,20 @@ where
     (report, acc)
 }
 
-/// Runs the first iterations of `range` here, doubling their number until
-/// they took [`MEASURE`] or the range ends, folding them into `acc`.
+/// Runs the first iterations of `range` here, doubling their number
+/// until they took [`MEASURE`] or the range ends, folding them into `acc`.
 /// Returns the fold, how many ran and the ns of one.
-fn measure<T, M, R>(range: Range<usize>, mut acc: T, map: &M, reduce: &R) -> (T, usize, f64)
+fn measure<T, M, R>(range: Range<usize>, acc: T, map: &M, reduce: &R) -> (T, usize, f64)
 where
     M: Fn(usize) -> T,
     R: Fn(T, T) -> T,
 {
-    let clock = clock();
-    let start = clock.raw();
-    let mut next = range.start;
-    let mut batch = 1usize;
-    let mut elapsed = Duration::ZERO;
-    while next < range.end && elapsed < MEASURE {
-        let stop = next.saturating_add(batch).min(range.end);
-        for i in next..stop {
-            acc = reduce(acc, map(i));
-        }
-        next = stop;
-        batch = batch.saturating_mul(2);
-        elapsed = Duration::from_nanos(clock.delta_as_nanos(start, clock.raw()));
-    }
-    let ran = next - range.start;
-    (acc, ran, elapsed.as_nanos() as f64 / ran.max(1) as f64)
+    let mut acc = Some(acc);
+    let (ran, ns) = measure_first(range, MEASURE, |i| {
+        let folded = acc.take().expect("the fold is put back after every step");
+        acc = Some(reduce(folded, map(i)));
+    });
+    (acc.expect("the fold is put back after every step"), ran, ns)
 }
 
 /// The scheduling overhead this locality's workers measured so far, in ns.

@@ -35,8 +35,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustc_hash::FxHashMap;
 
-use crate::clock::clock;
-
 /// Depths measured apart; deeper calls share the last entry.
 pub(super) const DEPTHS: usize = 48;
 
@@ -191,21 +189,6 @@ impl Drop for AtDepth {
     fn drop(&mut self) {
         DEPTH.set(self.0);
     }
-}
-
-/// Runs `f` and records how long it took at `site` and `depth`.
-pub(super) fn timed<R>(site: &Site, depth: u32, f: impl FnOnce() -> R) -> R {
-    let (out, ns) = time(f);
-    site.record(depth, ns);
-    out
-}
-
-/// Runs `f`; returns its output and how long it took, in ns.
-pub(super) fn time<R>(f: impl FnOnce() -> R) -> (R, u64) {
-    let clock = clock();
-    let start = clock.raw();
-    let out = f();
-    (out, clock.delta_as_nanos(start, clock.raw()))
 }
 
 #[cfg(test)]

@@ -9,11 +9,11 @@
 //! they took that long), so that the few ns a halving costs are lost in
 //! the work.
 
-use super::chunk::Chunking;
+use super::chunk::{Chunking, measure_first};
 use std::panic::Location;
+use std::time::Duration;
 
 use super::join::join_at;
-use crate::clock::clock;
 
 /// What a leaf of [`Chunking::Auto`] aims to last, in ns: thousands of
 /// inlined joins' worth, and far below the fork threshold, so that the
@@ -102,29 +102,13 @@ where
     reduce(first, rest)
 }
 
-/// Runs `step` on indices 0, 1, ... of `len`, doubling the count until
-/// the steps took [`AUTO_LEAF_NS`] or the indices ran out; returns how
-/// many ran and the leaf size that lasts about [`AUTO_LEAF_NS`].
-fn measure(len: usize, mut step: impl FnMut(usize)) -> (usize, usize) {
-    let clock = clock();
-    let start = clock.raw();
-    let mut done = 0;
-    let mut batch = 1;
-    while done < len {
-        let end = (done + batch).min(len);
-        (done..end).for_each(&mut step);
-        done = end;
-        let ns = clock.delta_as_nanos(start, clock.raw());
-        if ns >= AUTO_LEAF_NS {
-            let per_item = ns as f64 / done as f64;
-            return (
-                done,
-                (AUTO_LEAF_NS as f64 / per_item).ceil().max(1.0) as usize,
-            );
-        }
-        batch *= 2;
-    }
-    (done, done.max(1))
+/// Runs `step` on the first indices of `0..len` until they took
+/// [`AUTO_LEAF_NS`] (see [`measure_first`]); returns how many ran and the
+/// leaf size that lasts about [`AUTO_LEAF_NS`].
+fn measure(len: usize, step: impl FnMut(usize)) -> (usize, usize) {
+    let (ran, item_ns) = measure_first(0..len, Duration::from_nanos(AUTO_LEAF_NS), step);
+    let leaf = (AUTO_LEAF_NS as f64 / item_ns.max(f64::MIN_POSITIVE)).ceil();
+    (ran, leaf.clamp(1.0, usize::MAX as f64) as usize)
 }
 
 /// Halves `items` down to leaves with joins learning at the program's

@@ -20,7 +20,7 @@ use super::credit::HandlerScope;
 use super::locality::{Delivery, Locality, report};
 use super::watchdog::action_label;
 use crate::action::{CallSite, registry};
-use crate::clock::clock;
+use crate::clock::{clock, timed};
 use crate::ids::LocalityId;
 use crate::parcel::{
     DecodeError, FRAME_HEADROOM, FrameBody, ParcelReader, RemoteError, Response, RunKind,
@@ -219,10 +219,8 @@ impl Locality {
         {
             let _handler = HandlerScope::enter();
             let outer = label_poll(&self.sched, action_label(action));
-            let start = clock().raw();
-            self.run_calls(source, &body, action, count);
+            let ((), ns) = timed(|| self.run_calls(source, &body, action, count));
             if let Some(slot) = slot {
-                let ns = clock().delta_as_nanos(start, clock().raw());
                 self.run_sizes.record(slot, count, ns);
             }
             label_poll(&self.sched, outer);

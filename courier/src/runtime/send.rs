@@ -282,14 +282,11 @@ fn local_call<A: Action>(
     let l = l.shared();
     Box::new(move |polled| {
         if polled && crate::sched::on_worker(&l.sched) {
-            let clock = crate::clock::clock();
-            let start = clock.raw();
-            let output = {
+            let (output, ns) = crate::clock::timed(|| {
                 let _handler = super::credit::HandlerScope::enter();
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| function(args)))
-            };
-            l.run_sizes
-                .record(slot, 1, clock.delta_as_nanos(start, clock.raw()));
+            });
+            l.run_sizes.record(slot, 1, ns);
             return Some(match output {
                 Ok(output) => Ok(LocalOutcome::Ran(Box::new(output))),
                 Err(panic) => Err(Failure::Remote(RemoteError::Panicked(
