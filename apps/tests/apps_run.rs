@@ -57,6 +57,16 @@ fn run(exe: &str, args: &[&str]) -> Output {
     run_with(exe, args, &[])
 }
 
+/// The command line and output of a run, for a failed assertion.
+fn shown(exe: &str, args: &[&str], out: &Output) -> String {
+    format!(
+        "{exe} {}\n--- stdout\n{}--- stderr\n{}",
+        args.join(" "),
+        out.stdout,
+        out.stderr
+    )
+}
+
 /// Like [`run`], with the variables `env` set.
 fn run_with(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     let what = format!("{exe} {}", args.join(" "));
@@ -96,12 +106,7 @@ fn assert_clean(exe: &str, args: &[&str], clean: &[&str]) {
             .copied()
             .collect();
         let out = run(exe, &args);
-        let shown = format!(
-            "{exe} {}\n--- stdout\n{}--- stderr\n{}",
-            args.join(" "),
-            out.stdout,
-            out.stderr
-        );
+        let shown = shown(exe, &args, &out);
         assert!(out.status.success(), "exit status {}: {shown}", out.status);
         let runs: Vec<&str> = out
             .stdout
@@ -290,12 +295,7 @@ fn tasks(args: &[&str]) -> (Output, String) {
         .copied()
         .collect();
     let out = run(exe, &args);
-    let shown = format!(
-        "{exe} {}\n--- stdout\n{}--- stderr\n{}",
-        args.join(" "),
-        out.stdout,
-        out.stderr
-    );
+    let shown = shown(exe, &args, &out);
     (out, shown)
 }
 

@@ -12,6 +12,16 @@ use std::time::Duration;
 use courier::Error;
 use courier::par::{self, Chunking, LoopReport};
 
+/// The chunkings the exactly-once tests try: the degenerate sizes, a
+/// prime, one larger than any range, and auto.
+const CHUNKINGS: [Chunking; 5] = [
+    Chunking::Static(0),
+    Chunking::Static(1),
+    Chunking::Static(7),
+    Chunking::Static(1 << 20),
+    Chunking::Auto,
+];
+
 fn check_report(report: &LoopReport, len: usize) {
     let chunked = len - report.measured;
     assert_eq!(report.chunks, chunked.div_ceil(report.chunk), "{report:?}");
@@ -25,15 +35,8 @@ fn every_index_runs_exactly_once() {
         // The last is reversed, hence empty, on purpose.
         #[allow(clippy::reversed_empty_ranges)]
         let ranges = [0..0, 5..5, 0..1, 3..1000, 0..100_000, 7..3];
-        let chunkings = [
-            Chunking::Static(0),
-            Chunking::Static(1),
-            Chunking::Static(7),
-            Chunking::Static(1 << 20),
-            Chunking::Auto,
-        ];
         for range in ranges {
-            for chunking in chunkings {
+            for chunking in CHUNKINGS {
                 let end = range.end.max(range.start);
                 let seen: Arc<Vec<AtomicU8>> =
                     Arc::new((0..end + 10).map(|_| AtomicU8::new(0)).collect());
@@ -219,15 +222,8 @@ fn for_each_locality_over_tcp() {
 fn slice_loops_visit_every_element_once_and_reduce_in_order() {
     let config = common::inproc(1).workers(2);
     courier::launch(config, |_rt| async move {
-        let chunkings = [
-            Chunking::Static(0),
-            Chunking::Static(1),
-            Chunking::Static(7),
-            Chunking::Static(1 << 20),
-            Chunking::Auto,
-        ];
         for len in [0usize, 1, 5, 1000, 100_003] {
-            for chunking in chunkings {
+            for chunking in CHUNKINGS {
                 // Each element counts its visits, borrowed from this stack.
                 let mut visits = vec![0u8; len];
                 par::for_each_mut(&mut visits, chunking, |v| *v += 1);

@@ -303,26 +303,12 @@ macro_rules! perf_counter {
 /// `@ACTION`.
 macro_rules! traffic_counter {
     ($name:literal, $unit:literal, $help:literal, $dir:ident, $field:ident) => {
-        CounterType {
-            name: $name,
-            unit: $unit,
-            help: $help,
-            instances: Instances::Locality,
-            parameters: Parameters::Action,
-            sample: |s, i, action| {
-                if i != Instance::Total {
-                    return Err(format!("no instance {i}"));
-                }
-                match action {
-                    None => Ok(Raw::Count(s.$dir.$field)),
-                    Some(action) => {
-                        let slot = action_slot(action)?;
-                        let counts = &s.metrics.traffic().$dir.per_action[slot];
-                        Ok(Raw::Count(counts.$field.load(Ordering::Relaxed)))
-                    }
-                }
-            },
-        }
+        per_action_counter!($name, $unit, $help, |s, slot| Raw::Count(match slot {
+            None => s.$dir.$field,
+            Some(slot) => s.metrics.traffic().$dir.per_action[slot]
+                .$field
+                .load(Ordering::Relaxed),
+        }))
     };
 }
 

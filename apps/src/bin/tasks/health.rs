@@ -156,14 +156,22 @@ fn allocate(p: &Params, level: i32, vid: i32, next_id: &mut u32) -> Village {
 /// BOTS `put_in_hosp`.
 fn put_in_hosp(p: &Params, hosp: &mut Hosp, mut patient: Patient) {
     patient.hosps_visited += 1;
-    if hosp.free_personnel > 0 {
-        hosp.free_personnel -= 1;
-        patient.time_left = p.assess_time;
-        patient.time += i64::from(patient.time_left);
-        hosp.assess.push(patient);
-    } else {
+    if let Err(patient) = start_assessment(p, hosp, patient) {
         hosp.waiting.push(patient);
     }
+}
+
+/// Starts assessing `patient` if a member of the personnel is free, else
+/// hands the patient back.
+fn start_assessment(p: &Params, hosp: &mut Hosp, mut patient: Patient) -> Result<(), Patient> {
+    if hosp.free_personnel == 0 {
+        return Err(patient);
+    }
+    hosp.free_personnel -= 1;
+    patient.time_left = p.assess_time;
+    patient.time += i64::from(patient.time_left);
+    hosp.assess.push(patient);
+    Ok(())
 }
 
 /// One time step of `v`'s subtree (BOTS `sim_village_par`); returns the
@@ -211,13 +219,8 @@ fn sim_village<F: Fork>(f: F, p: &Params, v: &mut Village) -> Vec<Patient> {
         }
     }
     // check_patients_waiting
-    for mut patient in std::mem::take(&mut hosp.waiting) {
-        if hosp.free_personnel > 0 {
-            hosp.free_personnel -= 1;
-            patient.time_left = p.assess_time;
-            patient.time += i64::from(patient.time_left);
-            hosp.assess.push(patient);
-        } else {
+    for patient in std::mem::take(&mut hosp.waiting) {
+        if let Err(mut patient) = start_assessment(p, hosp, patient) {
             patient.time += 1;
             hosp.waiting.push(patient);
         }

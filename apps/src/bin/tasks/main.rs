@@ -218,6 +218,17 @@ struct Run {
     counters: Vec<(String, f64)>,
 }
 
+/// Runs `kernel` with `par` and times it (no counters yet).
+fn timed(kernel: Kernel, par: Par) -> Run {
+    let start = Instant::now();
+    let check = kernel(par);
+    Run {
+        seconds: start.elapsed().as_secs_f64(),
+        check,
+        counters: Vec::new(),
+    }
+}
+
 /// Runs `kernel` once in `mode` on `workers` workers.
 fn run(
     cli: &Cli,
@@ -227,24 +238,8 @@ fn run(
     kernel: Kernel,
 ) -> Result<Run, String> {
     match mode {
-        Mode::Seq => {
-            let start = Instant::now();
-            let check = kernel(Par::Seq);
-            Ok(Run {
-                seconds: start.elapsed().as_secs_f64(),
-                check,
-                counters: Vec::new(),
-            })
-        }
-        Mode::Rayon => pool.install(|| {
-            let start = Instant::now();
-            let check = kernel(Par::Rayon);
-            Ok(Run {
-                seconds: start.elapsed().as_secs_f64(),
-                check,
-                counters: Vec::new(),
-            })
-        }),
+        Mode::Seq => Ok(timed(kernel, Par::Seq)),
+        Mode::Rayon => pool.install(|| Ok(timed(kernel, Par::Rayon))),
         Mode::Courier(inlining) => {
             let config = cli
                 .runtime
@@ -263,20 +258,13 @@ fn run(
                 if let Some(set) = &mut set {
                     set.reset().await?;
                 }
-                let start = Instant::now();
-                let check = kernel(Par::Courier);
-                let seconds = start.elapsed().as_secs_f64();
-                let mut counters = Vec::new();
+                let mut run = timed(kernel, Par::Courier);
                 if let Some(set) = &mut set {
                     for v in set.evaluate(false).await? {
-                        counters.push((v.name, v.value));
+                        run.counters.push((v.name, v.value));
                     }
                 }
-                Ok::<Run, BoxError>(Run {
-                    seconds,
-                    check,
-                    counters,
-                })
+                Ok::<Run, BoxError>(run)
             })
             .map_err(|e| format!("courier launch: {e}"))
         }
