@@ -19,7 +19,7 @@ use bytes::Bytes;
 use super::credit::HandlerScope;
 use super::locality::{Delivery, Locality, report};
 use super::watchdog::action_label;
-use crate::action::{CallSite, registry};
+use crate::action::{ActionEntry, CallSite, registry};
 use crate::clock::{clock, timed};
 use crate::ids::LocalityId;
 use crate::parcel::{
@@ -204,8 +204,8 @@ impl Locality {
         let Some(mut delivery) = self.inbox.pop() else {
             return false;
         };
-        let slot = registry().lookup(delivery.action).map(|(slot, _)| slot);
-        if let Some(slot) = slot {
+        let found = registry().lookup(delivery.action);
+        if let Some((slot, _)) = found {
             self.offer_rest(&mut delivery, slot);
         }
         let Delivery {
@@ -219,8 +219,8 @@ impl Locality {
         {
             let _handler = HandlerScope::enter();
             let outer = label_poll(&self.sched, action_label(action));
-            let ((), ns) = timed(|| self.run_calls(source, &body, action, count));
-            if let Some(slot) = slot {
+            let ((), ns) = timed(|| self.run_calls(source, &body, action, found, count));
+            if let Some((slot, _)) = found {
                 self.run_sizes.record(slot, count, ns);
             }
             label_poll(&self.sched, outer);
@@ -267,17 +267,19 @@ impl Locality {
         self.deliver(rest);
     }
 
-    /// Runs the calls of one run; a malformed one ends the run and drops
-    /// `source`, saying how many calls were not run.
+    /// Runs the calls of one run of `action` (`found`: its registry slot
+    /// and entry, if this binary has it); a malformed one ends the run and
+    /// drops `source`, saying how many calls were not run.
     fn run_calls(
         self: &Arc<Self>,
         source: LocalityId,
         body: &[u8],
         action: crate::ids::ActionId,
+        found: Option<(usize, &'static ActionEntry)>,
         count: u32,
     ) {
         let mut calls = ParcelReader::new(body, count, source);
-        let result = match registry().lookup(action) {
+        let result = match found {
             Some((slot, entry)) => {
                 let site: Arc<dyn CallSite> = Arc::clone(self) as Arc<dyn CallSite>;
                 let traffic = (source != self.here).then_some(&self.traffic.received);
@@ -307,9 +309,7 @@ impl Locality {
         };
         let mut reason = format!("malformed frame from {source}: {error}");
         if not_run > 0 {
-            let name = registry()
-                .lookup(action)
-                .map_or("an unknown action", |(_, entry)| entry.name());
+            let name = found.map_or("an unknown action", |(_, entry)| entry.name());
             reason.push_str(&format!(
                 "; {not_run} of its {count} calls of `{name}` were not run \
                  (the malformed one and those after it)"
