@@ -116,21 +116,33 @@ fn square(x: u64) -> u64 {
     x.wrapping_mul(x)
 }
 
-/// Makes and awaits `n` calls of `square` on this locality, one at a
-/// time, after 16 to measure the action (short local calls then run
-/// inline in the caller); returns the time of the `n`.
-fn local_calls(n: u64) -> Duration {
+/// `square` as an `async` action: its local calls take the usual path (a
+/// parcel to this locality, a task), the baseline of the inline ones.
+#[courier::action]
+async fn square_async(x: u64) -> u64 {
+    x.wrapping_mul(x)
+}
+
+/// Makes and awaits `n` calls of `square` (or, `usual`, `square_async`)
+/// on this locality, one at a time, after 16 to measure the action (short
+/// local calls of a synchronous action then run inline in the caller);
+/// returns the time of the `n`.
+fn local_calls(n: u64, usual: bool) -> Duration {
     let config = Config::new()
         .localities(1)
         .workers(1)
         .transport(TransportKind::Inproc);
     courier::launch(config, move |rt| async move {
+        let call = |i| match usual {
+            false => rt.call(rt.here(), square, (i,)),
+            true => rt.call(rt.here(), square_async, (i,)),
+        };
         for i in 0..16 {
-            rt.call(rt.here(), square, (i,)).await?;
+            call(i).await?;
         }
         let start = Instant::now();
         for i in 0..n {
-            std::hint::black_box(rt.call(rt.here(), square, (i,)).await?);
+            std::hint::black_box(call(i).await?);
         }
         Ok(start.elapsed())
     })
@@ -138,7 +150,12 @@ fn local_calls(n: u64) -> Duration {
 }
 
 fn bench(c: &mut Criterion) {
-    c.bench_function("local_call_awaited", |b| b.iter_custom(local_calls));
+    c.bench_function("local_call_awaited", |b| {
+        b.iter_custom(|n| local_calls(n, false))
+    });
+    c.bench_function("local_call_awaited_usual_path", |b| {
+        b.iter_custom(|n| local_calls(n, true))
+    });
     // What `par::join` costs when it inlines its second closure (a fixed
     // cutoff of 0: every join inlines) and when it forks it (inlining
     // off: one worker, so every fork is taken back by its caller).
