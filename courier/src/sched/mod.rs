@@ -15,7 +15,8 @@
 //!
 //! Every worker keeps its time accounting (time inside tasks, in background
 //! work, parked) in plain fields and publishes them to cache-padded atomics at
-//! maintenance points; see `stats.rs`.
+//! maintenance points; see `stats.rs`. Short polls are timed in groups,
+//! one clock read for a few of them (`worker.rs`, `Group`).
 
 mod background;
 mod fork;

@@ -3,22 +3,58 @@
 //! `spawn.rs` starts and gives tasks.
 
 use std::sync::Arc;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{OnceLock, Weak};
 use std::thread;
 
 use async_task::Runnable;
 use crossbeam_deque::{Injector, Stealer, Worker};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxHashMap;
 
 use super::background::{BackgroundWork, NoBackgroundWork};
 use super::perf::Perf;
 use super::sleep::Sleep;
 use super::stats::{PublishedStats, StatsSnapshot};
 
+/// The identity of one scheduler of this process, never reused: what its
+/// tasks keep to find it when they are woken, instead of holding it.
+///
+/// A task's schedule function keeps its scheduler's id, not an `Arc` of
+/// it: cloning the `Arc` for every task and dropping it when the task
+/// ended were two atomic operations on one shared counter per task, and a
+/// task left in a queue kept its scheduler alive. A task woken on one of
+/// its scheduler's workers (the usual case: a spawn, a wake by a task)
+/// goes to that worker's deque through the thread's own state
+/// (`worker.rs`); one woken anywhere else looks its scheduler up among the
+/// live ones ([`Scheduler::find`]). A task woken after its scheduler is
+/// gone is dropped, as it would have stayed in a queue nobody runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct SchedulerId(u64);
+
+/// The next id to hand out; 0 is never one (a thread that works for no
+/// scheduler has 0 in its slot, `worker.rs`).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Every scheduler of the process that has not been dropped.
+static LIVE: RwLock<Option<FxHashMap<SchedulerId, Weak<Scheduler>>>> = RwLock::new(None);
+
+impl SchedulerId {
+    fn next() -> Self {
+        SchedulerId(NEXT_ID.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The id as a number, for a thread-local slot.
+    pub(super) fn get(self) -> u64 {
+        self.0
+    }
+}
+
 /// A work-stealing scheduler: `workers` threads, one deque each, a shared
 /// injector, and a parking lot.
 pub(crate) struct Scheduler {
+    /// What this scheduler's tasks keep to find it.
+    pub(super) id: SchedulerId,
     pub(super) injector: Injector<Runnable>,
     pub(super) stealers: Vec<Stealer<Runnable>>,
     pub(super) locals: Mutex<Vec<Option<Worker<Runnable>>>>,
@@ -49,6 +85,14 @@ impl std::fmt::Debug for Scheduler {
     }
 }
 
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        if let Some(live) = LIVE.write().as_mut() {
+            live.remove(&self.id);
+        }
+    }
+}
+
 impl Scheduler {
     /// Creates a scheduler with `workers` worker threads (not started yet).
     ///
@@ -64,7 +108,8 @@ impl Scheduler {
         // offers back as tasks instead of its thief's).
         let offers: Vec<Worker<Runnable>> = (0..workers).map(|_| Worker::new_fifo()).collect();
         let offer_stealers = offers.iter().map(Worker::stealer).collect();
-        Arc::new(Scheduler {
+        let sched = Arc::new(Scheduler {
+            id: SchedulerId::next(),
             injector: Injector::new(),
             stealers,
             locals: Mutex::new(locals.into_iter().map(Some).collect()),
@@ -78,7 +123,16 @@ impl Scheduler {
             published: (0..workers).map(|_| PublishedStats::default()).collect(),
             perf: Perf::new(workers),
             threads: Mutex::new(Vec::new()),
-        })
+        });
+        LIVE.write()
+            .get_or_insert_with(FxHashMap::default)
+            .insert(sched.id, Arc::downgrade(&sched));
+        sched
+    }
+
+    /// The scheduler `id`, if it is still alive.
+    pub(super) fn find(id: SchedulerId) -> Option<Arc<Scheduler>> {
+        LIVE.read().as_ref()?.get(&id)?.upgrade()
     }
 
     /// Sets the code of `par::join`'s policy on these workers. Call
@@ -160,5 +214,23 @@ impl Scheduler {
             }
         }
         while !self.injector.steal().is_empty() {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scheduler_is_found_while_alive_and_not_after() {
+        let sched = Scheduler::new(1);
+        let id = sched.id;
+        assert!(Arc::ptr_eq(&Scheduler::find(id).expect("alive"), &sched));
+        drop(sched);
+        assert!(
+            Scheduler::find(id).is_none(),
+            "a dropped scheduler is still found"
+        );
+        assert_ne!(Scheduler::new(1).id, id, "an id was reused");
     }
 }

@@ -13,8 +13,19 @@ use std::thread;
 use async_task::Runnable;
 
 use super::join::JoinHandle;
-use super::scheduler::Scheduler;
-use super::worker;
+use super::scheduler::{Scheduler, SchedulerId};
+use super::worker::{self, Queue};
+
+/// The schedule function of every task of scheduler `id`: onto the
+/// calling worker's deque `queue` if the caller works for that scheduler,
+/// else onto its injector; dropped if the scheduler is gone.
+fn schedule(id: SchedulerId, runnable: Runnable, queue: Queue) {
+    if let Some(runnable) = worker::push_mine(id, runnable, queue, false) {
+        if let Some(sched) = Scheduler::find(id) {
+            sched.inject(runnable);
+        }
+    }
+}
 
 impl Scheduler {
     /// Starts the worker threads and returns once each has run
@@ -72,19 +83,13 @@ impl Scheduler {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        match worker::current_index(self) {
-            // Only this worker writes its count: no read-modify-write.
-            Some(index) => self.published[index].count_spawn(),
-            None => {
-                self.spawned.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        let sched = Arc::clone(self);
+        let id = self.id;
         let future = worker::count_finish(future);
-        let (runnable, task) = async_task::Builder::new()
-            .propagate_panic(true)
-            .spawn(move |_| future, move |runnable| sched.schedule(runnable));
-        runnable.schedule();
+        let (runnable, task) = async_task::Builder::new().propagate_panic(true).spawn(
+            move |_| future,
+            move |runnable| schedule(id, runnable, Queue::Tasks),
+        );
+        self.queue_new(runnable, Queue::Tasks);
         JoinHandle::new(task)
     }
 
@@ -96,34 +101,40 @@ impl Scheduler {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        if let Some(index) = worker::current_index(self) {
-            self.published[index].count_spawn();
-        }
-        let sched = Arc::clone(self);
+        let id = self.id;
         let future = worker::count_finish(future);
         // Its schedule function runs once: the future is done in one poll.
         let (runnable, task) = async_task::spawn(future, move |runnable| {
-            match worker::push_offer(&sched, runnable) {
-                None if sched.stealers.len() == 1 => return,
-                None => {}
-                Some(runnable) => sched.injector.push(runnable),
-            }
-            sched.sleep.notify_one(sched.background());
+            schedule(id, runnable, Queue::Offers)
         });
         task.detach();
-        runnable.schedule();
+        self.queue_new(runnable, Queue::Offers);
     }
 
-    /// Puts a runnable task on a queue and wakes a worker for it.
-    fn schedule(&self, runnable: Runnable) {
-        match worker::push_local(self, runnable) {
-            // A lone worker that queued a task for itself is awake: it
-            // will find the task without being woken.
-            None if self.stealers.len() == 1 => return,
-            None => {}
-            Some(runnable) => self.injector.push(runnable),
+    /// Queues a new task and counts it as spawned: by the calling worker
+    /// (onto its deque `queue`) if it is one of this scheduler's, else onto
+    /// the injector. One look at the thread's state, where a wake (the
+    /// task's schedule function) takes one more for the count.
+    fn queue_new(&self, runnable: Runnable, queue: Queue) {
+        if let Some(runnable) = worker::push_mine(self.id, runnable, queue, true) {
+            self.spawned.fetch_add(1, Ordering::Relaxed);
+            self.inject(runnable);
         }
+    }
+
+    /// Puts a runnable task woken off this scheduler's workers on the
+    /// injector and wakes a worker for it.
+    fn inject(&self, runnable: Runnable) {
+        self.injector.push(runnable);
         self.sleep.notify_one(self.background());
+    }
+
+    /// Wakes a worker for a task the calling worker queued, unless it is
+    /// the only worker (then it is awake and finds the task itself).
+    pub(super) fn notify_for_queued(&self) {
+        if self.stealers.len() > 1 {
+            self.sleep.notify_one(self.background());
+        }
     }
 
     /// The index of the calling thread among this scheduler's workers, if

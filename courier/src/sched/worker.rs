@@ -11,7 +11,7 @@ use crossbeam_deque::{Steal, Worker};
 use crossbeam_utils::Backoff;
 
 use super::fork::fork_join_with;
-use super::scheduler::Scheduler;
+use super::scheduler::{Scheduler, SchedulerId};
 use super::stats::{PollHistogram, WorkerStats};
 use super::{BACKGROUND_INTERVAL, PUBLISH_AFTER_NS, SPIN_ROUNDS};
 use crate::clock::{POLL_BUCKETS, clock, poll_bucket};
@@ -29,10 +29,11 @@ struct Local {
 thread_local! {
     /// The deque of the worker running on this thread, if it is one.
     static LOCAL: OnceCell<Rc<Local>> = const { OnceCell::new() };
-    /// (address of the scheduler, index) of the worker running on this
+    /// (id of the scheduler, index) of the worker running on this
     /// thread, for the send path to find its worker's buffers: a type
-    /// without `Drop`, so reading it is a plain load.
-    static WORKER: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    /// without `Drop`, so reading it is a plain load. Id 0 is no
+    /// scheduler's.
+    static WORKER: Cell<(u64, usize)> = const { Cell::new((0, 0)) };
     /// The scheduler's join policy plus one, on its worker threads (0:
     /// not a worker): what `par::join` reads on every call.
     static JOIN_POLICY: Cell<u64> = const { Cell::new(0) };
@@ -41,30 +42,37 @@ thread_local! {
     static FINISHED: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Pushes `runnable` on the current thread's deque if this thread is a
-/// worker of `scheduler`; hands it back otherwise.
-pub(super) fn push_local(scheduler: &Scheduler, runnable: Runnable) -> Option<Runnable> {
-    push_mine(scheduler, runnable, |local| &local.queue)
+/// Which deque of a worker a task goes to.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Queue {
+    /// Spawned and woken tasks.
+    Tasks,
+    /// Tasks of forked closures (`fork.rs`).
+    Offers,
 }
 
-/// Pushes `runnable` (a forked closure's task) on the calling thread's
-/// deque of offers if it is a worker of `scheduler`; hands it back
-/// otherwise.
-pub(super) fn push_offer(scheduler: &Scheduler, runnable: Runnable) -> Option<Runnable> {
-    push_mine(scheduler, runnable, |local| &local.offers)
-}
-
-/// Pushes `runnable` on the deque `which` of the calling thread if it is
-/// a worker of `scheduler`; hands it back otherwise.
-fn push_mine(
-    scheduler: &Scheduler,
+/// Pushes `runnable` on the calling thread's deque `queue` if the thread
+/// is a worker of scheduler `id`, and wakes another worker for it; hands
+/// it back otherwise. `spawned`: a new task, counted as the worker's.
+#[inline]
+pub(super) fn push_mine(
+    id: SchedulerId,
     runnable: Runnable,
-    which: impl Fn(&Local) -> &Worker<Runnable>,
+    queue: Queue,
+    spawned: bool,
 ) -> Option<Runnable> {
     LOCAL
         .try_with(|local| match local.get() {
-            Some(local) if std::ptr::eq(&*local.owner, scheduler) => {
-                which(local).push(runnable);
+            Some(local) if local.owner.id == id => {
+                if spawned {
+                    // Only this worker writes its count: no read-modify-write.
+                    local.owner.published[local.index].count_spawn();
+                }
+                match queue {
+                    Queue::Tasks => local.queue.push(runnable),
+                    Queue::Offers => local.offers.push(runnable),
+                }
+                local.owner.notify_for_queued();
                 None
             }
             _ => Some(runnable),
@@ -161,7 +169,7 @@ pub(crate) fn label_poll(scheduler: &Scheduler, label: u64) -> u64 {
 #[inline]
 pub(super) fn current_index(scheduler: &Scheduler) -> Option<usize> {
     let (owner, index) = WORKER.get();
-    (owner == std::ptr::from_ref(scheduler) as usize).then_some(index)
+    (owner == scheduler.id.get()).then_some(index)
 }
 
 /// The join policy code of the scheduler whose worker the calling thread
@@ -227,7 +235,7 @@ pub(super) fn run(
             unreachable!("a thread is the worker of two schedulers");
         }
     });
-    WORKER.set((Arc::as_ptr(&sched) as usize, index));
+    WORKER.set((sched.id.get(), index));
     JOIN_POLICY.set(
         sched
             .join_policy
@@ -243,6 +251,7 @@ pub(super) fn run(
         rng: 0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1),
         clock: clock(),
         gap_ticks: 0,
+        group: Group::default(),
     };
     worker.run();
     worker.publish();
@@ -257,16 +266,46 @@ struct WorkerLoop<'a> {
     rng: u64,
     clock: &'static quanta::Clock,
     /// The usual time, in clock ticks, from the end of one poll to the start
-    /// of the next (finding the task): measured on every
-    /// [`GAP_SAMPLE_EVERY`]-th poll, and taken as the start of the others
-    /// so that a poll costs one clock read, not two.
+    /// of the next (finding the task): measured at the start of every
+    /// [`GAP_SAMPLE_EVERY`]-th group of polls, and estimated for the others.
     gap_ticks: u64,
+    /// The polls timed together since the last clock read (see [`Group`]).
+    group: Group,
 }
 
-/// Polls between two measurements of the gap before a poll. A clock read
-/// costs 5 to 10 ns on the machines measured (BENCHMARKS.md), as much as
-/// the rest of running an empty task; the gap varies little from one poll
-/// to the next. A guess, tune me.
+/// Polls timed together: one clock read after `len` polls instead of one
+/// after each. A clock read costs 5 to 10 ns (BENCHMARKS.md), a tenth of
+/// an empty task's spawn and run; while tasks are short, reading it after
+/// each is most of the cost of timing them. So while the last group's
+/// polls took less than [`SHORT_POLL_NS`] each, the next [`GROUP_LEN`]
+/// polls share one read: the sums (task time, time finding tasks) stay
+/// exact up to the estimated gaps, and the poll histogram records each
+/// poll of the group at the group's mean. A long poll after short ones is
+/// thus spread over its group in the histogram (its time is exact in the
+/// sums), and the group after it is timed poll by poll again.
+#[derive(Debug, Default)]
+struct Group {
+    /// Polls run since the last clock read.
+    polls: u32,
+    /// Polls this group is to hold: 1 or [`GROUP_LEN`].
+    len: u32,
+    /// Groups ended, for the gap's sampling.
+    ended: u64,
+}
+
+/// Polls a group holds while polls are short. A guess, tune me: 4 cut the
+/// clock reads of empty tasks by three quarters while a long poll can hide
+/// among three others at most.
+const GROUP_LEN: u32 = 4;
+
+/// A poll shorter than this (the mean of its group) keeps the next polls
+/// grouped; 2 µs, well above an empty task (under 100 ns) and well below
+/// what the histogram is read for (task durations of the seed 003 table,
+/// tens of µs and more). A guess, tune me.
+const SHORT_POLL_NS: u64 = 2_000;
+
+/// Groups of polls between two measurements of the gap before a poll. The
+/// gap varies little from one poll to the next. A guess, tune me.
 const GAP_SAMPLE_EVERY: u64 = 8;
 
 /// Polls between two looks at the shared queue before the worker's own:
@@ -278,46 +317,36 @@ impl WorkerLoop<'_> {
     fn run(&mut self) {
         let mut since_background = 0u32;
         let mut last = self.clock.raw();
+        self.group.len = 1;
         loop {
             if let Some(runnable) = self.find_task() {
-                let start = if self.stats.polls % GAP_SAMPLE_EVERY == 0 {
+                if self.group.polls == 0 && self.group.ended % GAP_SAMPLE_EVERY == 0 {
                     let start = self.clock.raw();
                     // An average over the last samples (1/4 new).
                     let gap = start.saturating_sub(last);
                     self.gap_ticks = (3 * self.gap_ticks + gap) / 4;
-                    start
-                } else {
-                    last + self.gap_ticks
-                };
+                }
                 let slot = &self.sched.published[self.index];
-                slot.begin_poll(start);
+                // The start for the watchdog: at most a group of short
+                // polls early.
+                slot.begin_poll(last + self.gap_ticks);
                 runnable.run();
                 slot.end_poll();
-                let end = self.clock.raw().max(start);
                 self.stats.polls += 1;
-                let poll_ns = self.clock.delta_as_nanos(start, end);
-                let network_ns = NETWORK_NS.with(Cell::take).min(poll_ns);
-                let exec_ns = poll_ns - network_ns;
-                self.stats.exec_ns += exec_ns;
-                self.stats.background_ns += network_ns;
-                self.poll_histogram[poll_bucket(exec_ns)] += 1;
-                self.stats.func_ns += self
-                    .clock
-                    .delta_as_nanos(last, end)
-                    .saturating_sub(network_ns);
-                last = end;
-                if exec_ns > PUBLISH_AFTER_NS {
-                    // A long poll would otherwise stay invisible to the
-                    // counters until the next maintenance point.
-                    self.publish();
-                }
+                self.group.polls += 1;
                 since_background += 1;
+                if self.group.polls >= self.group.len || since_background >= BACKGROUND_INTERVAL {
+                    last = self.end_group(last);
+                }
                 if since_background >= BACKGROUND_INTERVAL {
                     since_background = 0;
                     self.background(true);
                     last = self.clock.raw();
                 }
                 continue;
+            }
+            if self.group.polls > 0 {
+                self.end_group(last);
             }
             if self.sched.is_shut_down() {
                 return;
@@ -341,6 +370,39 @@ impl WorkerLoop<'_> {
             self.stats.background_ns += work_ns.min(parked_ns);
             self.stats.idle_ns += parked_ns.saturating_sub(work_ns);
         }
+    }
+
+    /// Reads the clock at the end of the current group of polls, which
+    /// began at `last` (raw ticks), accounts for its time, and returns the
+    /// reading.
+    fn end_group(&mut self, last: u64) -> u64 {
+        let end = self.clock.raw().max(last);
+        let polls = u64::from(self.group.polls);
+        let span_ns = self.clock.delta_as_nanos(last, end);
+        let gaps_ns = self
+            .clock
+            .delta_as_nanos(0, self.gap_ticks.saturating_mul(polls))
+            .min(span_ns);
+        let network_ns = NETWORK_NS.with(Cell::take).min(span_ns - gaps_ns);
+        let exec_ns = span_ns - gaps_ns - network_ns;
+        self.stats.exec_ns += exec_ns;
+        self.stats.background_ns += network_ns;
+        self.stats.func_ns += span_ns - network_ns;
+        let mean_ns = exec_ns / polls;
+        self.poll_histogram[poll_bucket(mean_ns)] += polls;
+        self.group.len = if mean_ns < SHORT_POLL_NS {
+            GROUP_LEN
+        } else {
+            1
+        };
+        self.group.polls = 0;
+        self.group.ended += 1;
+        if exec_ns > PUBLISH_AFTER_NS {
+            // A long poll would otherwise stay invisible to the
+            // counters until the next maintenance point.
+            self.publish();
+        }
+        end
     }
 
     /// Spins a little while, polling the background work each round (a
