@@ -61,6 +61,7 @@
 extern crate self as courier;
 
 mod action;
+mod adapt;
 mod aggregate;
 mod clock;
 pub mod counters;

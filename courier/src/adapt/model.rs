@@ -1,0 +1,193 @@
+//! The cost model behind adaptive coalescing: how many parcels a message
+//! should carry, from the traffic (Q, S), the machine (α) and the
+//! latency tolerance of the traffic (κ).
+//!
+//! Narayanan 2020 §4 (seed 004) prices the parcels one locality sends
+//! during a flush period with the α-β model: without aggregation each
+//! parcel pays α; with it, a message of `n` parcels pays α once and each
+//! parcel waits on average `n / 2Q` for the buffer to fill, at a cost
+//! `c(t) = κ·t` (Eq. 4.10). Aggregation pays while `b·f_t < 2QSα/κ`
+//! (Eq. 4.13, `b·f_t = n·S` bytes a message). Seed 004 stops at that
+//! bound; the cost per parcel it implies,
+//!
+//! ```text
+//! cost(n) = α/n + κ·n/(2Q)
+//! ```
+//!
+//! is least at `n* = √(2Qα/κ)` (the economic order quantity), which is
+//! below the break-even `2Qα/κ` whenever aggregation pays at all. That is
+//! the starting point the tuner takes (`tuner.rs`), within the bounds of
+//! memory and credit, and then checks against what the counters say.
+//!
+//! κ is the cost of delaying one parcel by one second, in seconds: 1 for
+//! a call its caller awaits with nothing else to do (the delay is the
+//! caller's), less when the caller has other calls in flight (their
+//! delays overlap), and small for posts nobody waits for (they only
+//! matter at the next barrier). Courier infers it from the traffic
+//! ([`Traffic::kappa`]); a latency-bound caller also gets its buffers
+//! flushed when its worker runs out of tasks, whatever the setting.
+
+use crate::aggregate::CountPolicy;
+
+/// What one locality sent of one action towards one destination during
+/// an epoch of the tuner.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Traffic {
+    /// Parcels per second (Q).
+    pub(crate) parcels_per_s: f64,
+    /// Bytes of arguments per parcel (S).
+    pub(crate) bytes_per_parcel: f64,
+    /// The share of the parcels that are calls whose caller awaits the
+    /// result (0 for posts).
+    pub(crate) awaited: f64,
+    /// Calls of the action in flight on average while they were awaited
+    /// (at least 1 when any is awaited): their delays overlap.
+    pub(crate) in_flight: f64,
+}
+
+/// κ of posts: a microsecond of delay costs a nanosecond. Posts are waited
+/// for only at the next barrier or quiescence, which the idle flush
+/// reaches at once. A guess, tune me.
+pub(crate) const KAPPA_POSTS: f64 = 1e-3;
+
+impl Traffic {
+    /// κ, the cost of one second of delay of one parcel in seconds: 1 per
+    /// awaited call shared among the calls in flight, [`KAPPA_POSTS`] for
+    /// the rest.
+    pub(crate) fn kappa(&self) -> f64 {
+        let awaited = self.awaited.clamp(0.0, 1.0);
+        awaited / self.in_flight.max(1.0) + (1.0 - awaited) * KAPPA_POSTS
+    }
+}
+
+/// The machine's cost of one message to the destination (seed 004's α),
+/// in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Machine {
+    pub(crate) alpha_ns: f64,
+}
+
+/// What the tuner may set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Bounds {
+    /// Bytes a buffer may hold (memory per destination, and within the
+    /// credit the destination grants: a full buffer must fit in it).
+    pub(crate) max_bytes: usize,
+    /// Parcels a message may hold.
+    pub(crate) max_parcels: u32,
+}
+
+impl Bounds {
+    /// 64 KiB and 16,384 parcels: the old default's byte bound (the size
+    /// the transports move best, BENCHMARKS.md) and 4× its count.
+    pub(crate) const DEFAULT: Bounds = Bounds {
+        max_bytes: 64 << 10,
+        max_parcels: 16 << 10,
+    };
+}
+
+/// The parcels a message should carry: `√(2Qα/κ)`, at least 1.
+pub(crate) fn best_parcels_per_message(traffic: &Traffic, machine: &Machine) -> f64 {
+    let q_per_ns = traffic.parcels_per_s.max(0.0) * 1e-9;
+    let n = (2.0 * q_per_ns * machine.alpha_ns.max(0.0) / traffic.kappa()).sqrt();
+    if n.is_finite() { n.max(1.0) } else { 1.0 }
+}
+
+/// Shortest and longest wait of a buffer's first parcel the model sets:
+/// below 10 µs the timer costs more than it saves, beyond 10 ms a parcel
+/// waits longer than any phase this was measured on. Guesses, tune me.
+const INTERVAL_US: (u64, u64) = (10, 10_000);
+
+/// A wait of the first parcel of this many times the time a buffer takes
+/// to fill: the timer flushes only a buffer whose traffic slowed down.
+const FILL_TIMES_PER_INTERVAL: f64 = 2.0;
+
+/// The count policy holding `parcels` a message for `traffic`, within
+/// `bounds`: its interval twice the time `parcels` take to arrive.
+pub(crate) fn count_policy(parcels: f64, traffic: &Traffic, bounds: &Bounds) -> CountPolicy {
+    let by_bytes = bounds.max_bytes as f64 / traffic.bytes_per_parcel.max(1.0);
+    let parcels = if parcels.is_finite() { parcels } else { 1.0 };
+    let parcels = parcels
+        .min(by_bytes)
+        .min(f64::from(bounds.max_parcels))
+        .max(1.0);
+    let fill_us = parcels / traffic.parcels_per_s.max(1.0) * 1e6;
+    let interval_us = (fill_us * FILL_TIMES_PER_INTERVAL) as u64;
+    CountPolicy {
+        num_parcels: parcels.round() as u32,
+        interval_us: interval_us.clamp(INTERVAL_US.0, INTERVAL_US.1),
+        max_bytes: bounds.max_bytes,
+        ..CountPolicy::DEFAULT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aggregate::Coalescing;
+
+    fn posts(q: f64) -> Traffic {
+        Traffic {
+            parcels_per_s: q,
+            bytes_per_parcel: 8.0,
+            awaited: 0.0,
+            in_flight: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_best_count_is_the_square_root_of_2_q_alpha_over_kappa() {
+        let machine = Machine { alpha_ns: 7_000.0 };
+        // 3 M posts/s over loopback TCP: √(2 · 0.003 · 7000 / 0.001) ≈ 205.
+        let n = best_parcels_per_message(&posts(3e6), &machine);
+        assert!((n - 204.9).abs() < 0.5, "{n}");
+        // Four times the rate, twice the parcels.
+        let n4 = best_parcels_per_message(&posts(12e6), &machine);
+        assert!((n4 / n - 2.0).abs() < 1e-9, "{n4} vs {n}");
+        // It is a minimum of the cost per parcel, and below seed 004's
+        // break-even 2Qα/κ.
+        let q = 3e6 * 1e-9;
+        let cost = |n: f64| 7_000.0 / n + KAPPA_POSTS * n / (2.0 * q);
+        assert!(cost(n) < cost(n * 1.1) && cost(n) < cost(n / 1.1));
+        assert!(n < 2.0 * q * 7_000.0 / KAPPA_POSTS);
+    }
+
+    #[test]
+    fn an_awaited_call_alone_in_flight_is_not_worth_delaying() {
+        let lone = Traffic {
+            parcels_per_s: 20_000.0,
+            bytes_per_parcel: 16.0,
+            awaited: 1.0,
+            in_flight: 1.0,
+        };
+        assert_eq!(lone.kappa(), 1.0);
+        // √(2 · 2e-5 · 7000 / 1) ≈ 0.53: one parcel a message.
+        let n = best_parcels_per_message(&lone, &Machine { alpha_ns: 7_000.0 });
+        assert_eq!(n, 1.0);
+        // Many calls in flight share the delay: worth batching again.
+        let many = Traffic {
+            in_flight: 1_000.0,
+            parcels_per_s: 2e6,
+            ..lone
+        };
+        assert!(best_parcels_per_message(&many, &Machine { alpha_ns: 7_000.0 }) > 100.0);
+    }
+
+    #[test]
+    fn a_policy_stays_within_its_bounds_and_waits_two_fill_times() {
+        let bounds = Bounds {
+            max_bytes: 4096,
+            max_parcels: 10_000,
+        };
+        let p = count_policy(5_000.0, &posts(1e6), &bounds);
+        assert_eq!(p.num_parcels, 512, "4096 bytes of 8-byte parcels");
+        assert_eq!(p.max_bytes, 4096);
+        // 512 parcels at 1 M/s fill in 512 µs.
+        assert_eq!(p.interval_us, 1024);
+        let slow = count_policy(100.0, &posts(10.0), &bounds);
+        assert_eq!(slow.interval_us, INTERVAL_US.1);
+        let zero = count_policy(f64::NAN, &posts(0.0), &bounds);
+        assert_eq!(zero.num_parcels, 1);
+        assert!(Coalescing::Count(zero).validate().is_ok());
+    }
+}

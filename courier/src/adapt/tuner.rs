@@ -1,0 +1,463 @@
+//! The tuner of one action's coalescing towards one destination: reads
+//! one epoch of counters at a time and decides, now and then, a new
+//! setting.
+//!
+//! It works in *phases*: stretches of traffic alike in rate (Q), parcel
+//! size (S) and the share of awaited calls. A phase begins when an epoch's
+//! traffic differs from the phase's by more than a factor
+//! ([`PhaseChange`]) for [`CONFIRM_EPOCHS`] epochs in a row (one odd epoch
+//! does not make a phase); epochs with too few parcels to judge are
+//! skipped. In each phase the tuner makes at most three decisions:
+//!
+//! 1. the model's setting (`model.rs`, `n* = √(2Qα/κ)` within the bounds),
+//!    unless the one in force is close to it;
+//! 2. for traffic that tolerates delay (posts, many calls in flight), four
+//!    times as many parcels a message, to see whether the model's α
+//!    undervalued a message (a receiver's cost per message, cache effects:
+//!    what α does not see);
+//! 3. back to the model's setting if the larger one did not lower the cost
+//!    per parcel by [`IMPROVEMENT`].
+//!
+//! Then it stays put until the traffic changes: no decision is made while
+//! it is steady.
+
+use std::fmt;
+
+use super::model::{Bounds, Machine, Traffic, best_parcels_per_message, count_policy};
+use crate::aggregate::{Coalescing, CountPolicy};
+
+/// What one epoch of counters says of one action towards one destination.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Epoch {
+    pub(crate) traffic: Traffic,
+    /// Parcels sent in the epoch.
+    pub(crate) parcels: u64,
+    /// What a parcel cost the locality in the epoch, in ns: background
+    /// time (sending and receiving) per parcel.
+    pub(crate) cost_ns_per_parcel: f64,
+}
+
+/// An epoch with fewer parcels than this says too little to judge: a
+/// quiet moment, not a phase. A guess, tune me.
+pub(crate) const MIN_PARCELS: u64 = 64;
+
+/// Epochs in a row that must differ from the phase before a new phase
+/// begins: hysteresis against a single odd epoch.
+pub(crate) const CONFIRM_EPOCHS: u32 = 2;
+
+/// A larger setting is kept only if it lowers the cost per parcel by this
+/// fraction: within it, the difference is the noise of this machine
+/// (±5 % run to run, BENCHMARKS.md).
+pub(crate) const IMPROVEMENT: f64 = 0.05;
+
+/// κ at or above which traffic counts as latency-bound: the tuner then
+/// trusts the model and does not try larger messages. A call awaited with
+/// ten others in flight is at 0.1.
+const LATENCY_BOUND_KAPPA: f64 = 0.1;
+
+/// How much traffic must change to begin a new phase: the rate by a
+/// factor of 2, the parcel size by 1.5, the awaited share by a quarter.
+/// Guesses, tune me.
+#[derive(Debug, Clone, Copy)]
+struct PhaseChange;
+
+impl PhaseChange {
+    const RATE: f64 = 2.0;
+    const SIZE: f64 = 1.5;
+    const AWAITED: f64 = 0.25;
+
+    fn between(a: &Traffic, b: &Traffic) -> bool {
+        let ratio = |x: f64, y: f64| x.max(1e-9) / y.max(1e-9);
+        let rate = ratio(a.parcels_per_s, b.parcels_per_s);
+        let size = ratio(a.bytes_per_parcel, b.bytes_per_parcel);
+        !(1.0 / Self::RATE..=Self::RATE).contains(&rate)
+            || !(1.0 / Self::SIZE..=Self::SIZE).contains(&size)
+            || (a.awaited - b.awaited).abs() > Self::AWAITED
+    }
+}
+
+/// Why the tuner chose a setting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Reason {
+    /// A phase began: the model's setting for its traffic.
+    NewPhase {
+        parcels_per_s: f64,
+        bytes_per_parcel: f64,
+        kappa: f64,
+        alpha_ns: f64,
+    },
+    /// Trying four times the parcels a message; the model's setting cost
+    /// this much a parcel.
+    TryLarger { cost_ns_per_parcel: f64 },
+    /// The larger setting cost this much a parcel against the model's:
+    /// back to the model's.
+    Revert { larger_ns: f64, model_ns: f64 },
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Reason::NewPhase {
+                parcels_per_s,
+                bytes_per_parcel,
+                kappa,
+                alpha_ns,
+            } => write!(
+                f,
+                "new phase: Q = {parcels_per_s:.0}/s, S = {bytes_per_parcel:.0} B, \
+                 κ = {kappa:.3}, α = {alpha_ns:.0} ns: √(2Qα/κ)"
+            ),
+            Reason::TryLarger { cost_ns_per_parcel } => write!(
+                f,
+                "trying 4× the parcels a message (now {cost_ns_per_parcel:.1} ns a parcel)"
+            ),
+            Reason::Revert {
+                larger_ns,
+                model_ns,
+            } => write!(
+                f,
+                "the larger setting cost {larger_ns:.1} ns a parcel against {model_ns:.1}: back"
+            ),
+        }
+    }
+}
+
+/// A setting the tuner chose, and why.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Decision {
+    pub(crate) setting: Coalescing,
+    pub(crate) reason: Reason,
+}
+
+/// Where the tuner is within a phase.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Step {
+    /// The model's setting is in force; the next epoch measures it.
+    Measure { model: Coalescing },
+    /// The larger setting is in force; the next epoch measures it against
+    /// the model's cost.
+    Compare { model: Coalescing, model_ns: f64 },
+    /// Nothing to do until the traffic changes.
+    Settled,
+}
+
+/// The tuner of one action towards one destination.
+#[derive(Debug, Clone)]
+pub(crate) struct Tuner {
+    bounds: Bounds,
+    /// The traffic of the phase in force (its first epoch).
+    phase: Option<Traffic>,
+    /// Epochs in a row unlike the phase.
+    unlike: u32,
+    step: Step,
+    in_force: Coalescing,
+    /// Decisions in the current phase (at most 3).
+    in_phase: u32,
+    /// Decisions made in all.
+    decisions: u64,
+}
+
+impl Tuner {
+    /// A tuner of a setting now `in_force`, choosing within `bounds`.
+    pub(crate) fn new(in_force: Coalescing, bounds: Bounds) -> Self {
+        Tuner {
+            bounds,
+            phase: None,
+            unlike: 0,
+            step: Step::Settled,
+            in_force,
+            in_phase: 0,
+            decisions: 0,
+        }
+    }
+
+    /// The setting in force.
+    pub(crate) fn in_force(&self) -> Coalescing {
+        self.in_force
+    }
+
+    /// Decisions made so far.
+    pub(crate) fn decisions(&self) -> u64 {
+        self.decisions
+    }
+
+    /// Takes one epoch, measured under the setting in force; returns the
+    /// setting to put in force next, if it changes.
+    pub(crate) fn observe(&mut self, epoch: &Epoch, machine: &Machine) -> Option<Decision> {
+        if epoch.parcels < MIN_PARCELS {
+            return None;
+        }
+        match self.phase {
+            Some(phase) if PhaseChange::between(&phase, &epoch.traffic) => {
+                self.unlike += 1;
+                if self.unlike < CONFIRM_EPOCHS {
+                    return None;
+                }
+                return self.begin_phase(epoch, machine);
+            }
+            Some(_) => self.unlike = 0,
+            None => return self.begin_phase(epoch, machine),
+        }
+        match self.step {
+            Step::Settled => None,
+            Step::Measure { model } => {
+                self.step = Step::Settled;
+                let Coalescing::Count(policy) = model else {
+                    return None;
+                };
+                if epoch.traffic.kappa() >= LATENCY_BOUND_KAPPA {
+                    return None;
+                }
+                let larger = Coalescing::Count(count_policy(
+                    f64::from(policy.num_parcels) * 4.0,
+                    &epoch.traffic,
+                    &self.bounds,
+                ));
+                if !differs(&larger, &model) {
+                    return None;
+                }
+                self.step = Step::Compare {
+                    model,
+                    model_ns: epoch.cost_ns_per_parcel,
+                };
+                self.decide(
+                    larger,
+                    Reason::TryLarger {
+                        cost_ns_per_parcel: epoch.cost_ns_per_parcel,
+                    },
+                )
+            }
+            Step::Compare { model, model_ns } => {
+                self.step = Step::Settled;
+                let larger_ns = epoch.cost_ns_per_parcel;
+                if larger_ns < model_ns * (1.0 - IMPROVEMENT) {
+                    return None;
+                }
+                self.decide(
+                    model,
+                    Reason::Revert {
+                        larger_ns,
+                        model_ns,
+                    },
+                )
+            }
+        }
+    }
+
+    fn begin_phase(&mut self, epoch: &Epoch, machine: &Machine) -> Option<Decision> {
+        self.phase = Some(epoch.traffic);
+        self.unlike = 0;
+        self.in_phase = 0;
+        let n = best_parcels_per_message(&epoch.traffic, machine);
+        let model = if n < 1.5 {
+            Coalescing::Off
+        } else {
+            Coalescing::Count(count_policy(n, &epoch.traffic, &self.bounds))
+        };
+        self.step = Step::Measure { model };
+        if !differs(&model, &self.in_force) {
+            return None;
+        }
+        self.decide(
+            model,
+            Reason::NewPhase {
+                parcels_per_s: epoch.traffic.parcels_per_s,
+                bytes_per_parcel: epoch.traffic.bytes_per_parcel,
+                kappa: epoch.traffic.kappa(),
+                alpha_ns: machine.alpha_ns,
+            },
+        )
+    }
+
+    fn decide(&mut self, setting: Coalescing, reason: Reason) -> Option<Decision> {
+        debug_assert!(self.in_phase < 3, "a fourth decision in one phase");
+        self.in_phase += 1;
+        self.decisions += 1;
+        self.in_force = setting;
+        Some(Decision { setting, reason })
+    }
+}
+
+/// Whether two settings differ enough to be worth a decision: another
+/// kind, or counts more than a quarter apart.
+fn differs(a: &Coalescing, b: &Coalescing) -> bool {
+    match (a, b) {
+        (Coalescing::Count(a), Coalescing::Count(b)) => {
+            let ratio = f64::from(a.num_parcels) / f64::from(b.num_parcels.max(1));
+            !(0.8..=1.25).contains(&ratio) || a.max_bytes != b.max_bytes
+        }
+        (Coalescing::Off, Coalescing::Off) => false,
+        _ => true,
+    }
+}
+
+/// The count policy in force, if the setting is one.
+#[cfg(test)]
+fn count(setting: Coalescing) -> Option<CountPolicy> {
+    match setting {
+        Coalescing::Count(p) => Some(p),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALPHA_NS: f64 = 7_000.0;
+    const MACHINE: Machine = Machine { alpha_ns: ALPHA_NS };
+
+    fn posts(q: f64, s: f64) -> Traffic {
+        Traffic {
+            parcels_per_s: q,
+            bytes_per_parcel: s,
+            awaited: 0.0,
+            in_flight: 0.0,
+        }
+    }
+
+    /// A synthetic locality: the cost per parcel of a setting is the
+    /// α-β model's plus `extra_ns_per_message` (what α does not see),
+    /// with `noise` (a relative error, alternating in sign).
+    fn epoch(traffic: Traffic, setting: Coalescing, extra_ns: f64, noise: f64, i: u64) -> Epoch {
+        let n = count(setting).map_or(1.0, |p| f64::from(p.num_parcels));
+        let sign = if i % 2 == 0 { 1.0 } else { -1.0 };
+        Epoch {
+            traffic: Traffic {
+                parcels_per_s: traffic.parcels_per_s * (1.0 + sign * noise),
+                ..traffic
+            },
+            parcels: 1_000_000,
+            cost_ns_per_parcel: (ALPHA_NS + extra_ns) / n * (1.0 + sign * noise),
+        }
+    }
+
+    /// Runs `epochs` epochs of `traffic` through `tuner`; returns the
+    /// decisions.
+    fn run(
+        tuner: &mut Tuner,
+        traffic: Traffic,
+        extra_ns: f64,
+        noise: f64,
+        epochs: u64,
+    ) -> Vec<Decision> {
+        (0..epochs)
+            .filter_map(|i| {
+                let e = epoch(traffic, tuner.in_force(), extra_ns, noise, i);
+                tuner.observe(&e, &MACHINE)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn it_settles_in_at_most_three_decisions_and_then_makes_none() {
+        let mut tuner = Tuner::new(Coalescing::default(), Bounds::DEFAULT);
+        let traffic = posts(3e6, 8.0);
+        let decisions = run(&mut tuner, traffic, 0.0, 0.0, 50);
+        assert!((1..=3).contains(&decisions.len()), "{decisions:?}");
+        assert!(matches!(decisions[0].reason, Reason::NewPhase { .. }));
+        // Four times the parcels lowers this cost per parcel by 75 %: kept.
+        assert_eq!(decisions.len(), 2, "{decisions:?}");
+        let p = count(tuner.in_force()).expect("a count policy");
+        assert_eq!(p.num_parcels, 820, "4 × √(2Qα/κ) = 4 × 205");
+        assert!(run(&mut tuner, traffic, 0.0, 0.0, 100).is_empty());
+    }
+
+    #[test]
+    fn a_larger_setting_that_does_not_pay_is_reverted() {
+        let mut tuner = Tuner::new(Coalescing::default(), Bounds::DEFAULT);
+        // A cost that no longer falls with n: a flat optimum.
+        let traffic = posts(3e6, 8.0);
+        let mut decisions = Vec::new();
+        for i in 0..20 {
+            let mut e = epoch(traffic, tuner.in_force(), 0.0, 0.0, i);
+            e.cost_ns_per_parcel = 30.0;
+            decisions.extend(tuner.observe(&e, &MACHINE));
+        }
+        assert_eq!(decisions.len(), 3, "{decisions:?}");
+        assert!(matches!(decisions[2].reason, Reason::Revert { .. }));
+        assert_eq!(decisions[2].setting, decisions[0].setting);
+    }
+
+    #[test]
+    fn noisy_steady_traffic_makes_no_decision_once_settled() {
+        let mut tuner = Tuner::new(Coalescing::default(), Bounds::DEFAULT);
+        let traffic = posts(3e6, 8.0);
+        let first = run(&mut tuner, traffic, 0.0, 0.0, 10);
+        assert!(!first.is_empty());
+        // ±40 % on the rate and the cost, epoch to epoch.
+        let later = run(&mut tuner, traffic, 0.0, 0.4, 200);
+        assert!(later.is_empty(), "{later:?}");
+        assert_eq!(tuner.decisions(), first.len() as u64);
+    }
+
+    #[test]
+    fn a_phase_change_is_followed_after_two_epochs_and_a_blip_is_not() {
+        let mut tuner = Tuner::new(Coalescing::default(), Bounds::DEFAULT);
+        run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 10);
+        let before = tuner.decisions();
+        // One epoch at a tenth of the rate: no phase.
+        let blip = epoch(posts(3e5, 8.0), tuner.in_force(), 0.0, 0.0, 0);
+        assert_eq!(tuner.observe(&blip, &MACHINE), None);
+        assert!(run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 5).is_empty());
+        assert_eq!(tuner.decisions(), before);
+        // The rate falls for good: a new phase on its second epoch.
+        let slow = posts(3e4, 8.0);
+        let e = epoch(slow, tuner.in_force(), 0.0, 0.0, 0);
+        assert_eq!(tuner.observe(&e, &MACHINE), None);
+        let d = tuner.observe(&e, &MACHINE).expect("a new phase");
+        assert!(matches!(d.reason, Reason::NewPhase { .. }), "{d:?}");
+        let after = run(&mut tuner, slow, 0.0, 0.0, 50);
+        assert!(after.len() <= 2, "{after:?}");
+        // √(2 · 3e-5 · 7000 / 0.001) ≈ 20 (or 4× that, kept).
+        let n = count(tuner.in_force()).expect("count").num_parcels;
+        assert!(n == 20 || n == 80, "{n}");
+    }
+
+    #[test]
+    fn settings_stay_within_the_bounds() {
+        let bounds = Bounds {
+            max_bytes: 2048,
+            max_parcels: 100,
+        };
+        for (q, s) in [(1e8, 8.0), (1e8, 1000.0), (1e6, 64.0), (10.0, 8.0)] {
+            let mut tuner = Tuner::new(Coalescing::default(), bounds);
+            for d in run(&mut tuner, posts(q, s), 0.0, 0.0, 20) {
+                d.setting.validate().expect("a valid setting");
+                if let Some(p) = count(d.setting) {
+                    assert!(p.num_parcels <= 100, "{p:?}");
+                    assert!(p.max_bytes <= 2048, "{p:?}");
+                    assert!(
+                        f64::from(p.num_parcels) * s <= 2048.0 + s,
+                        "{p:?} for S = {s}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_lone_awaited_call_is_not_coalesced_and_nothing_larger_is_tried() {
+        let mut tuner = Tuner::new(Coalescing::default(), Bounds::DEFAULT);
+        let lone = Traffic {
+            parcels_per_s: 20_000.0,
+            bytes_per_parcel: 16.0,
+            awaited: 1.0,
+            in_flight: 1.0,
+        };
+        let decisions = run(&mut tuner, lone, 0.0, 0.0, 30);
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        assert_eq!(tuner.in_force(), Coalescing::Off);
+    }
+
+    #[test]
+    fn quiet_epochs_are_skipped() {
+        let mut tuner = Tuner::new(Coalescing::default(), Bounds::DEFAULT);
+        let mut e = epoch(posts(10.0, 8.0), tuner.in_force(), 0.0, 0.0, 0);
+        e.parcels = MIN_PARCELS - 1;
+        for _ in 0..10 {
+            assert_eq!(tuner.observe(&e, &MACHINE), None);
+        }
+        assert_eq!(tuner.decisions(), 0);
+    }
+}
