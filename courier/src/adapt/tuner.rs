@@ -24,7 +24,7 @@
 use std::fmt;
 
 use super::model::{Bounds, Machine, Traffic, best_parcels_per_message, count_policy};
-use crate::aggregate::{Coalescing, CountPolicy};
+use crate::aggregate::Coalescing;
 
 /// What one epoch of counters says of one action towards one destination.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -291,18 +291,18 @@ fn differs(a: &Coalescing, b: &Coalescing) -> bool {
     }
 }
 
-/// The count policy in force, if the setting is one.
-#[cfg(test)]
-fn count(setting: Coalescing) -> Option<CountPolicy> {
-    match setting {
-        Coalescing::Count(p) => Some(p),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aggregate::CountPolicy;
+
+    /// The count policy in force, if the setting is one.
+    fn count(setting: Coalescing) -> Option<CountPolicy> {
+        match setting {
+            Coalescing::Count(p) => Some(p),
+            _ => None,
+        }
+    }
 
     const ALPHA_NS: f64 = 7_000.0;
     const MACHINE: Machine = Machine { alpha_ns: ALPHA_NS };
