@@ -134,6 +134,19 @@ for r in rows:
 cells = defaultdict(list)
 for (w, s, run), vals in inv.items():
     cells[(w, s)].append(statistics.median(vals))
+sample = {k: statistics.median(v) for k, v in inv.items()}
+
+def vs_on(w, s):
+    """Paired gain over `on`: per round, the setting's performance over
+    `on`'s in the same round (>1: better than on); median, min, max."""
+    hi = meta[w][1] == "higher"
+    r = [(sample[k] / sample[(w, "on", k[2])]) if hi else (sample[(w, "on", k[2])] / sample[k])
+         for k in sample if k[0] == w and k[1] == s and (w, "on", k[2]) in sample]
+    return (statistics.median(r), min(r), max(r)) if r else None
+
+def fmt_on(t):
+    return f"{t[0]:.2f} [{t[1]:.2f}, {t[2]:.2f}]" if t else "–"
+
 workloads = [w for w in order if w in meta] + sorted(w for w in meta if w not in order)
 spec_order = []
 for r in rows:
@@ -162,12 +175,16 @@ for w in workloads:
     # cost against the best static: how many times longer the same work takes.
     cost = lambda m: (b[1] / m) if hi else (m / b[1])
     lines.append(f"## {w}: {metric} ({better} is better)")
-    lines.append(f"{'setting':<44} {'n':>2} {'median':>12} {'min':>12} {'max':>12} {'spread':>7} {'cost_vs_best':>12}")
+    lines.append(f"{'setting':<44} {'n':>2} {'median':>12} {'min':>12} {'max':>12} {'spread':>7} {'cost_vs_best':>12}  paired gain over on")
     for s, m, lo, hi_, n in stats:
         spread = (hi_ - lo) / m if m else float("nan")
-        lines.append(f"{s:<44} {n:>2} {m:>12.5g} {lo:>12.5g} {hi_:>12.5g} {spread:>6.0%} {cost(m):>12.2f}")
+        g = vs_on(w, s)
+        lines.append(f"{s:<44} {n:>2} {m:>12.5g} {lo:>12.5g} {hi_:>12.5g} {spread:>6.0%} {cost(m):>12.2f}  {fmt_on(g)}")
         table.append(dict(workload=w, metric=metric, better=better, spec=s, n=n, median=m,
-                          min=lo, max=hi_, spread=round(spread, 4), cost_vs_best_static=round(cost(m), 4)))
+                          min=lo, max=hi_, spread=round(spread, 4), cost_vs_best_static=round(cost(m), 4),
+                          gain_over_on_paired=round(g[0], 4) if g else "",
+                          gain_over_on_min=round(g[1], 4) if g else "",
+                          gain_over_on_max=round(g[2], 4) if g else ""))
     for (fw, fs), k in sorted(failed.items()):
         if fw == w:
             lines.append(f"{fs:<44} {k} invocation(s) FAILED (see runs.log)")
@@ -176,14 +193,17 @@ for w in workloads:
 # The matrix: best static, then on, off and any non-static setting.
 focus = [s for s in spec_order if not is_static(s)]
 cols = ["on", "off"] + focus
-head = ["workload", "metric", "best static (spec)", "best static"] + cols
+head = ["workload", "metric", "best static (spec)", "best static", "its paired gain over on"] + cols
 mat = ["# Matrix: median [min, max] of the invocations; (×N) = cost against the best static",
+       "# (how many times longer the same work takes); paired gain over on = per round, the",
+       "# setting's performance over on's in the same round (>1: better), median [min, max]",
        "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 for w in workloads:
     metric, better = meta[w]
     b = best[w]
     hi = better == "higher"
-    cell = [w, f"{metric} ({better})", f"`{b[0]}`", f"{b[1]:.4g} [{b[2]:.4g}, {b[3]:.4g}] n={b[4]}"]
+    cell = [w, f"{metric} ({better})", f"`{b[0]}`", f"{b[1]:.4g} [{b[2]:.4g}, {b[3]:.4g}] n={b[4]}",
+            fmt_on(vs_on(w, b[0]))]
     for s in cols:
         v = cells.get((w, s))
         if not v:
@@ -235,6 +255,7 @@ case "${1:-}" in
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
 esac
 
+argv="$0 $*"
 RUNS=${RUNS:-3}
 OUT=""
 extra=()
@@ -263,7 +284,8 @@ read -r -a workloads <<<"${WORKLOADS:-$ALL_WORKLOADS}"
     echo "date: $(date -u +%FT%TZ)"
     echo "commit: $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
     echo "host: $(uname -srm), $(nproc) cores"
-    echo "command: $0 -n $RUNS -o $OUT $(tr '\n' ' ' <"$OUT/specs.txt")"
+    echo "invoked as: $argv"
+    echo "expanded: $0 -n $RUNS -o $OUT $(tr '\n' ' ' <"$OUT/specs.txt")"
     echo "workloads: ${workloads[*]}"
     echo "runs: $RUNS, settings: $n"
 } >"$OUT/meta.txt"
