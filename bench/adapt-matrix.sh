@@ -45,7 +45,9 @@ self="$here/$(basename "$0")"
 root=$(cd "$here/.." && pwd)
 bin=${BIN:-$root/target/release}
 
-DEFAULT_SPECS="off on"
+# off, on, and the settings that came out best for some workload in the
+# 2026-11-25 baseline (bench/results/adapt-baseline-2026-11-25).
+DEFAULT_SPECS="off on count:num_parcels=1024,interval_us=1000 count:num_parcels=4096,interval_us=1000 count:num_parcels=16384,interval_us=1000 bytes:buffer_bytes=65536"
 ALL_WORKLOADS="histo ig randomaccess parquet toy pingpong"
 TIMEOUT=${TIMEOUT:-300}
 
@@ -82,17 +84,22 @@ run_one() {
         pingpong) cmd=("$bin/pingpong" --latency-only --iterations 2000) ;;
         *) echo "unknown workload $w" >&2; exit 2 ;;
     esac
+    # The machine's 1-minute load average before the run: another job on
+    # this 2-core machine shows in it (the run's own two processes do not
+    # yet).
+    local load1
+    load1=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo nan)
     out=$(timeout "$TIMEOUT" "${cmd[@]}" "${common[@]}" 2>&1) || status=$?
     {
-        echo "### $(date -u +%FT%TZ) workload=$w spec=$spec status=$status"
+        echo "### $(date -u +%FT%TZ) workload=$w spec=$spec status=$status load1=$load1"
         echo "### ${cmd[*]} ${common[*]}"
         echo "$out"
     } >>"$log"
     if [ "$status" != 0 ]; then
-        echo "phase 0: workload=$w spec=$spec failed=1 status=$status"
+        echo "phase 0: workload=$w spec=$spec failed=1 status=$status load1=$load1"
         return 0
     fi
-    local tag="spec=$spec failed=0"
+    local tag="spec=$spec failed=0 load1=$load1"
     case "$w" in
         histo)
             echo "$out" | sed -n "s/^run \([0-9]*\): .*mups_per_locality=\([0-9.]*\).*/phase \1: workload=histo $tag metric=mups_per_locality better=higher value=\2/p" ;;
@@ -213,6 +220,12 @@ for w in workloads:
         c = (b[1] / m) if hi else (m / b[1])
         cell.append(f"{m:.4g} [{min(v):.4g}, {max(v):.4g}] (×{c:.2f})")
     mat.append("| " + " | ".join(cell) + " |")
+loads = [float(r["load1"]) for r in rows if r.get("load1") not in (None, "", "nan")]
+if loads:
+    loads.sort()
+    mat += ["", f"1-minute load average before the invocations: median {statistics.median(loads):.2f}, "
+            f"90th percentile {loads[int(0.9 * (len(loads) - 1))]:.2f}, max {loads[-1]:.2f} "
+            "(2 cores: the matrix's own runs keep it near 2; well above 2 is another job's load)"]
 text = "\n".join(mat) + "\n\n# Every setting, best first\n\n" + "\n".join(lines)
 open(os.path.join(out_dir, "summary.txt"), "w").write(text)
 with open(os.path.join(out_dir, "summary.csv"), "w", newline="") as f:
