@@ -2,7 +2,8 @@
 //! randomaccess, alltoall) runs with tiny sizes on two localities, in one
 //! process (`--transport inproc`) and as two processes over TCP (the
 //! default transport), and must exit with status 0 and report no error;
-//! a job randomaccess cannot run is refused with a clear message.
+//! a job randomaccess cannot run is refused with a clear message; the
+//! toy and pingpong's `--latency-only` follow the configured coalescing.
 
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -261,6 +262,47 @@ fn the_configured_coalescing_governs_the_toy_unless_its_own_flags_say_otherwise(
         phased[0].contains("num_parcels=16") && phased[1].contains("num_parcels=4"),
         "{phased:?}"
     );
+}
+
+#[test]
+fn pingpong_latency_only_times_both_patterns_under_the_configured_coalescing() {
+    let exe = env!("CARGO_BIN_EXE_pingpong");
+    for transport in TRANSPORTS {
+        let args: Vec<&str> = [
+            "--latency-only",
+            "--iterations",
+            "50",
+            "--pause-us",
+            "10",
+            "--coalescing",
+            "count:num_parcels=64,interval_us=10",
+        ]
+        .iter()
+        .chain(transport)
+        .copied()
+        .collect();
+        let out = run(exe, &args);
+        let shown = shown(exe, &args, &out);
+        assert!(out.status.success(), "exit status {}: {shown}", out.status);
+        let phases: Vec<&str> = out
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("phase "))
+            .collect();
+        assert_eq!(phases.len(), 2, "{shown}");
+        for (line, pattern) in phases.iter().zip(["back_to_back", "sparse"]) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert!(
+                words.contains(&format!("pattern={pattern}").as_str()),
+                "{shown}"
+            );
+            assert!(words.contains(&"round_trips=50"), "{shown}");
+            assert!(
+                words.contains(&"coalescing=count:num_parcels=64,interval_us=10,max_bytes=65536"),
+                "{shown}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -9,7 +9,13 @@
 //!
 //! ```text
 //! cargo run --release -p courier-apps --bin pingpong -- --transport tcp
+//! pingpong --latency-only --coalescing count:num_parcels=64,interval_us=10
 //! ```
+//!
+//! `--latency-only` measures only 8-byte round trips under the configured
+//! coalescing (`--coalescing`), back to back and sparse (a `--pause-us`
+//! pause before each), and prints them as `phase N: key=value ...` lines
+//! for `courier sweep` and `bench/adapt-matrix.sh`.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -65,6 +71,15 @@ struct Cli {
     /// Largest message in bytes.
     #[arg(long, default_value_t = 4 << 20)]
     max_bytes: usize,
+    /// Only time `--iterations` 8-byte round trips back to back and as many
+    /// sparse ones under the configured coalescing (`--coalescing`), in
+    /// alternating blocks, and print them as `phase` lines; skips the size
+    /// sweep and the off/on comparison.
+    #[arg(long)]
+    latency_only: bool,
+    /// Pause before each sparse round trip of `--latency-only`, in µs.
+    #[arg(long, value_name = "US", default_value_t = 300)]
+    pause_us: u64,
 }
 
 /// The sizes of the sweep: 8 B, then ×8 up to `max`, and `max` itself.
@@ -254,17 +269,61 @@ async fn sparse_latency(rt: &Runtime, rounds: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--latency-only`: 8-byte round trips under the configured coalescing,
+/// back to back (phase 1) and after a pause of `pause` (phase 2), in 5
+/// alternating blocks of `iterations / 5` each, after 50 for warm-up.
+async fn latency_only(rt: &Runtime, iterations: u32, pause: Duration) -> anyhow::Result<()> {
+    anyhow::ensure!(rt.num_localities() >= 2, "pingpong needs 2 localities");
+    let peer = rt.locality(1);
+    let setting = rt.coalescing(echo, peer);
+    let payload = ByteBuf::from(vec![7u8; 8]);
+    let round_trip = || async {
+        let start = Instant::now();
+        rt.call(peer, echo, (payload.clone(),)).await?;
+        anyhow::Ok(start.elapsed())
+    };
+    for _ in 0..50 {
+        round_trip().await?;
+    }
+    let patterns = [("back_to_back", Duration::ZERO), ("sparse", pause)];
+    let block = (iterations / 5).max(1);
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); patterns.len()];
+    for _ in 0..5 {
+        for ((_, pause), samples) in patterns.iter().zip(&mut samples) {
+            for _ in 0..block {
+                std::thread::sleep(*pause);
+                samples.push(round_trip().await?);
+            }
+        }
+    }
+    for (p, ((name, pause), samples)) in patterns.iter().zip(samples).enumerate() {
+        let n = samples.len();
+        println!(
+            "phase {}: pattern={name} pause_us={} round_trips={n} rtt_us={:.2} coalescing={setting}",
+            p + 1,
+            pause.as_micros(),
+            median(samples).as_secs_f64() * 1e6
+        );
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     courier::report_to_stderr();
     let cli = Cli::parse();
     let config = cli.runtime.config(2);
     let (iterations, max_bytes) = (cli.iterations, cli.max_bytes);
+    let (latency_only_mode, pause) = (cli.latency_only, Duration::from_micros(cli.pause_us));
     let transport = config.transport_kind();
     let result = courier::launch(config, move |rt| async move {
         println!(
             "pingpong: {} localities over {transport:?}",
             rt.num_localities()
         );
+        if latency_only_mode {
+            latency_only(&rt, iterations, pause).await?;
+            return Ok(());
+        }
         sweep(rt.clone(), iterations, max_bytes).await?;
         sparse_latency(&rt, iterations.min(1000)).await?;
         Ok(())
