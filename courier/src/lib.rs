@@ -77,7 +77,7 @@ mod sync;
 mod transport;
 
 pub use action::Action;
-pub use aggregate::{BytePolicy, Coalescing, CountPolicy};
+pub use aggregate::{AdaptivePolicy, BytePolicy, Coalescing, CountPolicy};
 pub use courier_macros::action;
 pub use flow::{DEFAULT_CREDIT_POOL, DEFAULT_CREDIT_WINDOW};
 pub use ids::{ActionId, LocalityId};

@@ -20,6 +20,7 @@ const STACK: &[&[&str]] = &[
     &["transport"],
     &["action"],
     &["aggregate"],
+    &["adapt"],
     &["runtime"],
     &["par"],
     &["counters"],

@@ -6,10 +6,13 @@
 //!   (κ), after Narayanan 2020 §4.
 //! - `tuner`: one action's tuner towards one destination: phases,
 //!   hysteresis, at most three decisions a phase.
+//!
+//! The runtime feeds the tuners from its counters (`runtime/tuning.rs`).
 
-// The tuner is built and tested on synthetic traces first; the runtime's
-// policy loop that feeds it counters comes next.
-#![allow(dead_code)]
-
+mod decisions;
 mod model;
 mod tuner;
+
+pub(crate) use decisions::Tuning;
+pub(crate) use model::{Machine, Traffic};
+pub(crate) use tuner::{Epoch, Tuner};

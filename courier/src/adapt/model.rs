@@ -27,7 +27,7 @@
 //! ([`Traffic::kappa`]); a latency-bound caller also gets its buffers
 //! flushed when its worker runs out of tasks, whatever the setting.
 
-use crate::aggregate::CountPolicy;
+use crate::aggregate::{AdaptivePolicy, CountPolicy};
 
 /// What one locality sent of one action towards one destination during
 /// an epoch of the tuner.
@@ -77,13 +77,13 @@ pub(crate) struct Bounds {
     pub(crate) max_parcels: u32,
 }
 
-impl Bounds {
-    /// 64 KiB and 16,384 parcels: the old default's byte bound (the size
-    /// the transports move best, BENCHMARKS.md) and 4× its count.
-    pub(crate) const DEFAULT: Bounds = Bounds {
-        max_bytes: 64 << 10,
-        max_parcels: 16 << 10,
-    };
+impl From<AdaptivePolicy> for Bounds {
+    fn from(p: AdaptivePolicy) -> Self {
+        Bounds {
+            max_bytes: p.max_bytes,
+            max_parcels: p.max_parcels,
+        }
+    }
 }
 
 /// The parcels a message should carry: `√(2Qα/κ)`, at least 1.

@@ -172,11 +172,13 @@ impl Tuner {
     }
 
     /// The setting in force.
+    #[cfg(test)]
     pub(crate) fn in_force(&self) -> Coalescing {
         self.in_force
     }
 
     /// Decisions made so far.
+    #[cfg(test)]
     pub(crate) fn decisions(&self) -> u64 {
         self.decisions
     }
@@ -294,7 +296,7 @@ fn differs(a: &Coalescing, b: &Coalescing) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aggregate::CountPolicy;
+    use crate::aggregate::{AdaptivePolicy, CountPolicy};
 
     /// The count policy in force, if the setting is one.
     fn count(setting: Coalescing) -> Option<CountPolicy> {
@@ -351,7 +353,7 @@ mod tests {
 
     #[test]
     fn it_settles_in_at_most_three_decisions_and_then_makes_none() {
-        let mut tuner = Tuner::new(Coalescing::default(), Bounds::DEFAULT);
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         let traffic = posts(3e6, 8.0);
         let decisions = run(&mut tuner, traffic, 0.0, 0.0, 50);
         assert!((1..=3).contains(&decisions.len()), "{decisions:?}");
@@ -365,7 +367,7 @@ mod tests {
 
     #[test]
     fn a_larger_setting_that_does_not_pay_is_reverted() {
-        let mut tuner = Tuner::new(Coalescing::default(), Bounds::DEFAULT);
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         // A cost that no longer falls with n: a flat optimum.
         let traffic = posts(3e6, 8.0);
         let mut decisions = Vec::new();
@@ -381,7 +383,7 @@ mod tests {
 
     #[test]
     fn noisy_steady_traffic_makes_no_decision_once_settled() {
-        let mut tuner = Tuner::new(Coalescing::default(), Bounds::DEFAULT);
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         let traffic = posts(3e6, 8.0);
         let first = run(&mut tuner, traffic, 0.0, 0.0, 10);
         assert!(!first.is_empty());
@@ -393,7 +395,7 @@ mod tests {
 
     #[test]
     fn a_phase_change_is_followed_after_two_epochs_and_a_blip_is_not() {
-        let mut tuner = Tuner::new(Coalescing::default(), Bounds::DEFAULT);
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 10);
         let before = tuner.decisions();
         // One epoch at a tenth of the rate: no phase.
@@ -438,7 +440,7 @@ mod tests {
 
     #[test]
     fn a_lone_awaited_call_is_not_coalesced_and_nothing_larger_is_tried() {
-        let mut tuner = Tuner::new(Coalescing::default(), Bounds::DEFAULT);
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         let lone = Traffic {
             parcels_per_s: 20_000.0,
             bytes_per_parcel: 16.0,
@@ -452,7 +454,7 @@ mod tests {
 
     #[test]
     fn quiet_epochs_are_skipped() {
-        let mut tuner = Tuner::new(Coalescing::default(), Bounds::DEFAULT);
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         let mut e = epoch(posts(10.0, 8.0), tuner.in_force(), 0.0, 0.0, 0);
         e.parcels = MIN_PARCELS - 1;
         for _ in 0..10 {

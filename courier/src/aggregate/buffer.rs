@@ -91,8 +91,9 @@ impl Limits {
     fn of(setting: Coalescing, max_frame_bytes: usize) -> Self {
         // A frame above the receiver's limit must be split first.
         let frame = max_frame_bytes.saturating_add(FRAME_HEADROOM + 1);
-        let (parcels, bytes, parcel_bytes) = match setting {
-            Coalescing::Off => (0, 0, 0),
+        let (parcels, bytes, parcel_bytes) = match setting.in_force() {
+            // `in_force` is never adaptive.
+            Coalescing::Off | Coalescing::Adaptive(_) => (0, 0, 0),
             Coalescing::Count(p) => (p.num_parcels, p.max_bytes, usize::MAX),
             Coalescing::Bytes(p) => {
                 let b = p.buffer_bytes as f64;

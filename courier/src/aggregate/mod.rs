@@ -46,7 +46,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(crate) use buffer::LaneStats;
 pub(crate) use policy::Reason;
-pub use policy::{BytePolicy, Coalescing, CountPolicy};
+pub use policy::{AdaptivePolicy, BytePolicy, Coalescing, CountPolicy};
 pub(crate) use timer::{Key, Lateness};
 
 use buffer::Buffer;
@@ -556,6 +556,35 @@ impl Aggregator {
         setting: Coalescing,
     ) {
         self.settings.set(slot, dest, setting);
+        self.apply(outbox, slot, dest, setting.in_force());
+    }
+
+    /// Puts the setting the tuner of the adaptive action in `slot` chose
+    /// in force towards every destination, as [`set`](Self::set) does.
+    pub(crate) fn tune(&self, outbox: &dyn Outbox, slot: usize, setting: Coalescing) {
+        self.settings.tune(slot, setting);
+        self.apply(outbox, slot, None, setting.in_force());
+    }
+
+    /// The bounds of the tuner of the action in `slot`, if it is adaptive.
+    pub(crate) fn adaptive(&self, slot: usize) -> Option<AdaptivePolicy> {
+        self.settings.adaptive(slot)
+    }
+
+    /// The number of actions with settings.
+    pub(crate) fn actions(&self) -> usize {
+        self.settings.len()
+    }
+
+    /// Hands every buffer of the action in `slot` (towards `dest`, or all)
+    /// its new `setting` and flushes what it held.
+    fn apply(
+        &self,
+        outbox: &dyn Outbox,
+        slot: usize,
+        dest: Option<LocalityId>,
+        setting: Coalescing,
+    ) {
         for set in 0..self.sets.len() {
             let mut taken = Vec::new();
             {

@@ -28,7 +28,9 @@ use serde::{Deserialize, Serialize};
 /// with keys `num_parcels`, `interval_us`, `max_bytes`, or
 /// `bytes[:key=value,...]` with keys `buffer_bytes`, `threshold`,
 /// `cutoff`, `timeout_us`; both also take `dimensions` (1 or 2, see
-/// [`Coalescing::dimensions`]). Keys left out keep their defaults.
+/// [`Coalescing::dimensions`]). `adaptive[:max_bytes=N,max_parcels=N]`
+/// lets the runtime tune the count policy ([`AdaptivePolicy`]). Keys
+/// left out keep their defaults.
 ///
 /// # Examples
 ///
@@ -53,6 +55,10 @@ pub enum Coalescing {
     Count(CountPolicy),
     /// Count bytes (Charm++ TRAM, Narayanan 2020).
     Bytes(BytePolicy),
+    /// Let the runtime choose and change the count policy's parameters
+    /// while the program runs, from its counters, within the bounds given
+    /// (see [`AdaptivePolicy`]).
+    Adaptive(AdaptivePolicy),
 }
 
 impl Default for Coalescing {
@@ -124,6 +130,48 @@ pub struct BytePolicy {
     pub dimensions: u8,
 }
 
+/// Adaptive coalescing: each locality's tuner sets the count policy of
+/// the action from the traffic it measures (rate and size of parcels,
+/// the cost of a message, whether callers wait), at most three times
+/// per phase of the traffic and never while it is steady. It starts
+/// from the default count policy. Text form: `adaptive` or
+/// `adaptive:max_bytes=B,max_parcels=N`.
+///
+/// # Examples
+///
+/// ```
+/// use courier::{AdaptivePolicy, Coalescing};
+///
+/// let a: Coalescing = "adaptive:max_bytes=16384".parse().unwrap();
+/// assert_eq!(a, Coalescing::Adaptive(AdaptivePolicy { max_bytes: 16384, ..AdaptivePolicy::DEFAULT }));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdaptivePolicy {
+    /// Bytes a buffer may hold at most (per destination and worker).
+    pub max_bytes: usize,
+    /// Parcels a message may hold at most.
+    pub max_parcels: u32,
+}
+
+impl AdaptivePolicy {
+    /// 64 KiB (the count policy's byte bound) and 16,384 parcels (4× its
+    /// count).
+    pub const DEFAULT: AdaptivePolicy = AdaptivePolicy {
+        max_bytes: 64 << 10,
+        max_parcels: 16 << 10,
+    };
+
+    /// The setting buffers start from: the default count policy within
+    /// these bounds.
+    pub(crate) fn start(&self) -> CountPolicy {
+        CountPolicy {
+            num_parcels: CountPolicy::DEFAULT.num_parcels.min(self.max_parcels),
+            max_bytes: self.max_bytes,
+            ..CountPolicy::DEFAULT
+        }
+    }
+}
+
 impl BytePolicy {
     /// 16 KiB, f_t = 0.9, f_c = 0.1, 100 µs, direct (the example of Narayanan 2020
     /// Appendix B with a round buffer size and one dimension).
@@ -148,6 +196,18 @@ impl Coalescing {
         }
         match *self {
             Coalescing::Off => Ok(()),
+            Coalescing::Adaptive(p) => {
+                if p.max_parcels == 0 {
+                    return Err("max_parcels must be at least 1".into());
+                }
+                if p.max_bytes < 64 {
+                    return Err(format!(
+                        "max_bytes must be at least 64, not {}",
+                        p.max_bytes
+                    ));
+                }
+                Ok(())
+            }
             Coalescing::Count(p) => {
                 if p.num_parcels == 0 {
                     return Err("num_parcels must be at least 1".into());
@@ -190,7 +250,7 @@ impl Coalescing {
     /// O(√N) neighbours instead of N. Responses always go straight back.
     pub fn dimensions(&self) -> u8 {
         match self {
-            Coalescing::Off => 1,
+            Coalescing::Off | Coalescing::Adaptive(_) => 1,
             Coalescing::Count(p) => p.dimensions,
             Coalescing::Bytes(p) => p.dimensions,
         }
@@ -201,10 +261,19 @@ impl Coalescing {
         !matches!(self, Coalescing::Off)
     }
 
+    /// The setting buffers hold: an adaptive one's starting count policy,
+    /// any other as it is.
+    pub(crate) fn in_force(self) -> Coalescing {
+        match self {
+            Coalescing::Adaptive(p) => Coalescing::Count(p.start()),
+            other => other,
+        }
+    }
+
     /// The policy behind this setting, if any.
     pub(crate) fn policy(&self) -> Option<&dyn FlushPolicy> {
         match self {
-            Coalescing::Off => None,
+            Coalescing::Off | Coalescing::Adaptive(_) => None,
             Coalescing::Count(p) => Some(p),
             Coalescing::Bytes(p) => Some(p),
         }
@@ -215,6 +284,13 @@ impl fmt::Display for Coalescing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Coalescing::Off => return write!(f, "off"),
+            Coalescing::Adaptive(p) => {
+                return write!(
+                    f,
+                    "adaptive:max_bytes={},max_parcels={}",
+                    p.max_bytes, p.max_parcels
+                );
+            }
             Coalescing::Count(p) => write!(
                 f,
                 "count:num_parcels={},interval_us={},max_bytes={}",
@@ -273,6 +349,21 @@ impl FromStr for Coalescing {
                 }
                 Coalescing::Count(p)
             }
+            "adaptive" => {
+                let mut p = AdaptivePolicy::DEFAULT;
+                for pair in pairs {
+                    match pair? {
+                        ("max_bytes", v) => p.max_bytes = num("max_bytes", v)?,
+                        ("max_parcels", v) => p.max_parcels = num("max_parcels", v)?,
+                        (k, _) => {
+                            return Err(format!(
+                                "adaptive takes max_bytes, max_parcels; not `{k}`"
+                            ));
+                        }
+                    }
+                }
+                Coalescing::Adaptive(p)
+            }
             "bytes" => {
                 let mut p = BytePolicy::DEFAULT;
                 for pair in pairs {
@@ -293,7 +384,7 @@ impl FromStr for Coalescing {
             }
             _ => {
                 return Err(format!(
-                    "`{s}`: expected off, on, count[:num_parcels=N,interval_us=N,max_bytes=N,dimensions=1|2] or bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N,dimensions=1|2]"
+                    "`{s}`: expected off, on, adaptive[:max_bytes=N,max_parcels=N], count[:num_parcels=N,interval_us=N,max_bytes=N,dimensions=1|2] or bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N,dimensions=1|2]"
                 ));
             }
         };
@@ -490,7 +581,7 @@ mod tests {
         assert!(err("bytes:threshold=0.7,cutoff=0.4").contains("at most 1"));
         assert!(err("bytes:threshold=0").contains("(0, 1]"));
         assert!(err("bytes:buffer_bytes=10").contains("at least 64"));
-        assert!(err("sometimes").contains("expected off, on, count"));
+        assert!(err("sometimes").contains("expected off, on, adaptive"));
         assert!(err("count:7").contains("key=value"));
         assert!(err("count:dimensions=3").contains("1 (direct) or 2"));
     }

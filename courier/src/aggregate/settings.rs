@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::RwLock;
 use rustc_hash::FxHashMap;
 
-use super::policy::Coalescing;
+use super::policy::{AdaptivePolicy, Coalescing};
 use crate::ids::LocalityId;
 
 #[derive(Debug)]
@@ -19,6 +19,9 @@ struct ActionSettings {
     /// load a call pays to find its first hop.
     routed: AtomicBool,
     table: RwLock<Table>,
+    /// The bounds of the action's tuner if it is adaptive (its default
+    /// then holds what the tuner set).
+    adaptive: RwLock<Option<AdaptivePolicy>>,
 }
 
 #[derive(Debug)]
@@ -40,8 +43,12 @@ impl Settings {
             .into_iter()
             .map(|default| ActionSettings {
                 routed: AtomicBool::new(default.dimensions() > 1),
+                adaptive: RwLock::new(match default {
+                    Coalescing::Adaptive(bounds) => Some(bounds),
+                    _ => None,
+                }),
                 table: RwLock::new(Table {
-                    default,
+                    default: default.in_force(),
                     per_destination: FxHashMap::default(),
                 }),
             })
@@ -66,8 +73,37 @@ impl Settings {
     }
 
     /// Sets the action in `slot` towards `dest`, or towards every
-    /// destination (which forgets the destinations set apart).
+    /// destination (which forgets the destinations set apart). An
+    /// adaptive setting makes the action's tuner work (towards every
+    /// destination, whatever `dest`) from its starting point; any other
+    /// towards every destination stops it.
     pub(crate) fn set(&self, slot: usize, dest: Option<LocalityId>, setting: Coalescing) {
+        let action = &self.actions[slot];
+        match (setting, dest) {
+            (Coalescing::Adaptive(bounds), _) => *action.adaptive.write() = Some(bounds),
+            (_, None) => *action.adaptive.write() = None,
+            (_, Some(_)) => {}
+        }
+        self.put(slot, dest, setting.in_force());
+    }
+
+    /// Puts what the action's tuner chose in force towards every
+    /// destination; the action stays adaptive.
+    pub(crate) fn tune(&self, slot: usize, setting: Coalescing) {
+        self.put(slot, None, setting.in_force());
+    }
+
+    /// The bounds of the tuner of the action in `slot`, if it is adaptive.
+    pub(crate) fn adaptive(&self, slot: usize) -> Option<AdaptivePolicy> {
+        *self.actions[slot].adaptive.read()
+    }
+
+    /// The number of actions.
+    pub(crate) fn len(&self) -> usize {
+        self.actions.len()
+    }
+
+    fn put(&self, slot: usize, dest: Option<LocalityId>, setting: Coalescing) {
         let action = &self.actions[slot];
         let mut table = action.table.write();
         match dest {

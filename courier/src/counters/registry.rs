@@ -429,6 +429,12 @@ fn busy(w: &WorkerStats) -> u64 {
 
 /// Every counter type, sorted by name.
 pub(crate) static TYPES: &[CounterType] = &[
+    per_action_counter!(
+        "/adapt/count/decisions",
+        "",
+        "settings the adaptive-coalescing tuner of this locality put in force (at most three per phase of the traffic); @ACTION: of that action",
+        |s, slot| Raw::Count(s.metrics.adapt_decisions(slot))
+    ),
     coalescing_counter!(
         "/coalescing/count/average-parcels-per-message",
         "",
@@ -518,8 +524,8 @@ pub(crate) static TYPES: &[CounterType] = &[
         "/coalescing/parameter/interval",
         "us",
         "interval_us of the count policy, timeout_us of the byte policy (0 when off)",
-        |c| match c {
-            Coalescing::Off => 0.0,
+        |c| match c.in_force() {
+            Coalescing::Off | Coalescing::Adaptive(_) => 0.0,
             Coalescing::Count(p) => p.interval_us as f64,
             Coalescing::Bytes(p) => p.timeout_us as f64,
         }
@@ -545,9 +551,9 @@ pub(crate) static TYPES: &[CounterType] = &[
     parameter_counter!(
         "/coalescing/parameter/policy",
         "",
-        "the policy in force: 0 off, 1 count (HPX), 2 bytes (TRAM)",
-        |c| match c {
-            Coalescing::Off => 0.0,
+        "the policy in force: 0 off, 1 count (HPX), 2 bytes (TRAM); an adaptive action shows the count policy its tuner set",
+        |c| match c.in_force() {
+            Coalescing::Off | Coalescing::Adaptive(_) => 0.0,
             Coalescing::Count(_) => 1.0,
             Coalescing::Bytes(_) => 2.0,
         }

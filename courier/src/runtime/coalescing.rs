@@ -1,7 +1,10 @@
 //! The [`Runtime`] methods that read and change coalescing while the
 //! program runs.
 
+use std::sync::Arc;
+
 use super::Runtime;
+use super::locality::Locality;
 use crate::action::{Action, registry};
 use crate::aggregate::Coalescing;
 use crate::ids::ActionId;
@@ -122,8 +125,7 @@ impl Runtime {
     ) -> Result<(), CoalescingError> {
         let _ = action;
         let slot = slot_of(A::ID, A::NAME)?;
-        let l = self.inner();
-        l.aggregator.set(&**l, slot, None, checked(setting)?);
+        put(self.inner(), slot, None, checked(setting)?);
         Ok(())
     }
 
@@ -147,8 +149,7 @@ impl Runtime {
                 count: self.num_localities(),
             });
         }
-        let l = self.inner();
-        l.aggregator.set(&**l, slot, Some(dest), checked(setting)?);
+        put(self.inner(), slot, Some(dest), checked(setting)?);
         Ok(())
     }
 
@@ -215,8 +216,23 @@ fn apply_coalescing(action: u64, setting: Coalescing) -> Result<(), String> {
     let slot = registry()
         .slot(ActionId::from_bits(action))
         .ok_or_else(|| format!("no action with id {action:#x} here"))?;
-    let l = rt.inner();
     let setting = checked(setting).map_err(|e| e.to_string())?;
-    l.aggregator.set(&**l, slot, None, setting);
+    put(rt.inner(), slot, None, setting);
     Ok(())
+}
+
+/// Puts `setting` in force for the action in `slot` towards `dest` (or
+/// every destination) on locality `l`; an adaptive one starts the
+/// locality's tuning loop if it does not run yet.
+fn put(l: &Arc<Locality>, slot: usize, dest: Option<LocalityId>, setting: Coalescing) {
+    l.aggregator.set(&**l, slot, dest, setting);
+    if matches!(setting, Coalescing::Adaptive(_)) {
+        if let Err(e) = super::tuning::start_if_adaptive(l) {
+            super::locality::report!(
+                warn,
+                l.here,
+                "adaptive coalescing could not start its thread ({e}): the setting stays at its start"
+            );
+        }
+    }
 }

@@ -102,6 +102,8 @@ pub(crate) struct Locality {
     pub(crate) watchdog: Watchdog,
     /// Posts that failed, here and of this locality elsewhere.
     pub(crate) post_failures: PostFailures,
+    /// The adaptive-coalescing loop and its decisions.
+    pub(crate) tuning: crate::adapt::Tuning,
     /// This locality, for the tasks it spawns to hold.
     pub(super) me: Weak<Locality>,
 }

@@ -87,6 +87,12 @@ impl<'a> Metrics<'a> {
         self.locality.post_failures.failed(slot)
     }
 
+    /// Decisions of the adaptive-coalescing tuners of this locality, for
+    /// the action in registry slot `slot` or for all.
+    pub(crate) fn adapt_decisions(self, slot: Option<usize>) -> u64 {
+        self.locality.tuning.decisions(slot)
+    }
+
     /// Tasks that ran past the watchdog's threshold, ever.
     pub(crate) fn long_running_tasks(self) -> u64 {
         self.locality.watchdog.long_running()

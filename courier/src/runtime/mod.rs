@@ -57,6 +57,7 @@ mod states;
 mod termination;
 mod time;
 mod traffic;
+mod tuning;
 mod watchdog;
 
 pub use coalescing::CoalescingError;

@@ -137,6 +137,7 @@ impl Locality {
             liveness: Liveness::new(count, liveness),
             watchdog: Watchdog::new(watchdog),
             post_failures: PostFailures::new(on_post_failure),
+            tuning: crate::adapt::Tuning::new(crate::action::registry().entries().len()),
             me: me.clone(),
         });
         sched.set_background(Arc::new(Progress(Arc::downgrade(&locality))));
@@ -154,6 +155,7 @@ impl Locality {
             true
         })?;
         monitor::start(&locality)?;
+        super::tuning::start_if_adaptive(&locality)?;
         Ok(locality)
     }
 }

@@ -1,0 +1,150 @@
+//! The adaptive-coalescing loop of one locality: every [`EPOCH`], it reads
+//! what the locality sent of each adaptive action and what a parcel and
+//! a message cost, hands that to the action's tuner (`adapt/tuner.rs`),
+//! and puts the tuner's decisions in force.
+//!
+//! The loop runs on a thread of its own, started with the first adaptive
+//! setting (at start-up or from [`Runtime::set_coalescing`]), so that it
+//! reads the counters on time when every worker is busy. It holds the
+//! locality weakly and ends with it.
+//!
+//! What it measures, per action: Q (call parcels a second, posts and
+//! calls) and S (bytes of arguments a parcel) from the traffic counters;
+//! for the locality: α, the mean time to send a frame, and the cost of a
+//! parcel, background time (sending and receiving) per parcel sent and
+//! received. Callers waiting on results are not told apart from posts
+//! yet (κ of posts for all traffic): a caller with nothing else to do
+//! has its buffers flushed by its idle worker, whatever the setting.
+//!
+//! [`Runtime::set_coalescing`]: crate::Runtime::set_coalescing
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use super::locality::{Locality, report};
+use crate::adapt::{Epoch, Machine, Traffic, Tuner};
+
+/// The time between two looks at the counters. Long enough for an epoch
+/// of a busy action to hold thousands of parcels, short enough that three
+/// decisions fit in the 0.1 s phases of seed 000's toy application. A
+/// guess, tune me.
+pub(crate) const EPOCH: Duration = Duration::from_millis(10);
+
+/// α before any frame was timed: loopback TCP's cost of a message on the
+/// machine of BENCHMARKS.md (≈ 7 µs a round trip, a few µs to send).
+const PRIOR_ALPHA_NS: f64 = 5_000.0;
+
+/// Starts the tuning loop of `locality` if one of its actions is adaptive
+/// and it has peers (a lone locality sends nothing).
+pub(crate) fn start_if_adaptive(locality: &Arc<Locality>) -> std::io::Result<()> {
+    let aggregator = &locality.aggregator;
+    if locality.count < 2 || !(0..aggregator.actions()).any(|s| aggregator.adaptive(s).is_some()) {
+        return Ok(());
+    }
+    let mut result = Ok(());
+    locality.tuning.start_once(|| {
+        let weak = Arc::downgrade(locality);
+        result = std::thread::Builder::new()
+            .name(format!("courier-{}-tuning", locality.here.get()))
+            .spawn(move || run(&weak))
+            .map(drop);
+    });
+    result
+}
+
+/// What the counters said at one moment.
+struct Reading {
+    at: Instant,
+    /// Per action: (call parcels sent, their bytes of arguments).
+    actions: Vec<(u64, u64)>,
+    messages: u64,
+    send_ns: u64,
+    parcels: u64,
+    background_ns: u64,
+}
+
+impl Reading {
+    fn take(l: &Locality) -> Self {
+        let sent = &l.traffic.sent;
+        let received = &l.traffic.received;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Reading {
+            at: Instant::now(),
+            actions: sent
+                .per_action
+                .iter()
+                .map(|a| (load(&a.parcels), load(&a.payload_bytes)))
+                .collect(),
+            messages: load(&sent.messages),
+            send_ns: load(&sent.time_ns),
+            parcels: load(&sent.parcels) + load(&received.parcels),
+            background_ns: load(&sent.time_ns) + load(&received.time_ns),
+        }
+    }
+}
+
+fn run(weak: &Weak<Locality>) {
+    let mut tuners: Vec<Option<Tuner>> = Vec::new();
+    let mut alpha_ns = PRIOR_ALPHA_NS;
+    let mut last = match weak.upgrade() {
+        Some(l) => Reading::take(&l),
+        None => return,
+    };
+    loop {
+        std::thread::sleep(EPOCH);
+        let Some(l) = weak.upgrade() else { return };
+        if l.is_stopping() {
+            return;
+        }
+        let now = Reading::take(&l);
+        let seconds = now.at.duration_since(last.at).as_secs_f64().max(1e-6);
+        let messages = now.messages.saturating_sub(last.messages);
+        if messages > 0 {
+            alpha_ns = now.send_ns.saturating_sub(last.send_ns) as f64 / messages as f64;
+        }
+        let machine = Machine { alpha_ns };
+        let parcels = now.parcels.saturating_sub(last.parcels);
+        let cost_ns_per_parcel =
+            now.background_ns.saturating_sub(last.background_ns) as f64 / parcels.max(1) as f64;
+        tuners.resize_with(l.aggregator.actions(), || None);
+        for (slot, tuner) in tuners.iter_mut().enumerate() {
+            let Some(bounds) = l.aggregator.adaptive(slot) else {
+                *tuner = None;
+                continue;
+            };
+            let tuner = tuner.get_or_insert_with(|| {
+                Tuner::new(l.aggregator.default_setting(slot), bounds.into())
+            });
+            let (Some(&(p1, b1)), Some(&(p0, b0))) =
+                (now.actions.get(slot), last.actions.get(slot))
+            else {
+                continue;
+            };
+            let sent = p1.saturating_sub(p0);
+            let epoch = Epoch {
+                traffic: Traffic {
+                    parcels_per_s: sent as f64 / seconds,
+                    bytes_per_parcel: b1.saturating_sub(b0) as f64 / sent.max(1) as f64,
+                    awaited: 0.0,
+                    in_flight: 0.0,
+                },
+                parcels: sent,
+                cost_ns_per_parcel,
+            };
+            if let Some(decision) = tuner.observe(&epoch, &machine) {
+                l.aggregator.tune(&*l, slot, decision.setting);
+                l.tuning.count_decision(slot);
+                let name = crate::action::registry().entries()[slot].name();
+                report!(
+                    debug,
+                    l.here,
+                    "adaptive coalescing of {name}: {} ({})",
+                    decision.setting,
+                    decision.reason
+                );
+            }
+        }
+        last = now;
+    }
+}

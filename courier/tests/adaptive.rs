@@ -1,0 +1,163 @@
+//! Adaptive coalescing: every post runs exactly once while the tuners
+//! change the settings under load, over every transport, and what they
+//! set stays within the bounds given.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use courier::{AdaptivePolicy, Coalescing, Config, Runtime};
+use serde_bytes::ByteBuf;
+
+/// (run, locality, source, sequence number) of every `tally` that ran in
+/// this process (in-process localities share it).
+static SEEN: Mutex<Vec<(u64, u32, u32, u64)>> = Mutex::new(Vec::new());
+
+/// Records that it ran.
+#[courier::action]
+fn tally(run: u64, source: u32, seq: u64, _padding: ByteBuf) {
+    let here = courier::current().here().get();
+    SEEN.lock().unwrap().push((run, here, source, seq));
+}
+
+/// What this locality recorded for `run`.
+#[courier::action]
+fn seen(run: u64) -> Vec<(u32, u64)> {
+    let here = courier::current().here().get();
+    let all = SEEN.lock().unwrap();
+    all.iter()
+        .filter(|&&(r, l, _, _)| r == run && l == here)
+        .map(|&(_, _, s, q)| (s, q))
+        .collect()
+}
+
+/// Posts `per_phase` tallies to every other locality in each of three
+/// phases unlike one another: tiny parcels as fast as it can, a pause,
+/// parcels of 200 bytes, a pause, tiny ones again at a slower pace.
+/// Returns how many it posted.
+#[courier::action]
+async fn storm(run: u64, per_phase: u64) -> u64 {
+    let rt = courier::current();
+    let here = rt.here().get();
+    let others: Vec<_> = rt.localities().filter(|&l| l != rt.here()).collect();
+    let mut seq = 0;
+    for phase in 0..3u64 {
+        let padding = if phase == 1 { 200 } else { 0 };
+        for i in 0..per_phase {
+            let dest = others[(i as usize) % others.len()];
+            rt.post(
+                dest,
+                tally,
+                (run, here, seq, ByteBuf::from(vec![7; padding])),
+            )
+            .expect("post");
+            seq += 1;
+            if phase == 2 && i % 64 == 0 {
+                courier::yield_now().await;
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    seq
+}
+
+/// The value of counter `name` (without its instance) on locality `l`.
+async fn counter(rt: &Runtime, l: u32, name: &str, param: &str) -> f64 {
+    let (object, rest) = name[1..].split_once('/').expect("a counter name");
+    let full = format!("/{object}{{locality#{l}/total}}/{rest}@{param}");
+    let mut set = rt.counters([full.as_str()]).unwrap();
+    set.evaluate(false).await.unwrap()[0].value
+}
+
+fn exactly_once(config: Config, run: u64, per_phase: u64) {
+    let bounds = AdaptivePolicy {
+        max_bytes: 8192,
+        max_parcels: 100,
+    };
+    let config = config.coalescing(Coalescing::Adaptive(bounds));
+    courier::launch(config, move |rt| async move {
+        let n = rt.num_localities();
+        let storms: Vec<_> = rt
+            .localities()
+            .map(|l| rt.call(l, storm, (run, per_phase)))
+            .collect();
+        let mut posted = 0;
+        for s in storms {
+            posted += s.await?;
+        }
+        rt.quiesce().await?;
+        let mut runs: BTreeMap<(u32, u64), u32> = BTreeMap::new();
+        for l in rt.localities() {
+            for key in rt.call(l, seen, (run,)).await? {
+                *runs.entry(key).or_default() += 1;
+            }
+        }
+        assert_eq!(posted, u64::from(n) * 3 * per_phase);
+        assert_eq!(runs.len() as u64, posted, "lost posts");
+        assert!(runs.values().all(|&c| c == 1), "duplicated posts");
+        let mut decisions = 0.0;
+        for l in 0..n {
+            let d = counter(&rt, l, "/adapt/count/decisions", "tally").await;
+            // At most three a phase; the job has three phases of posts
+            // (and the calls that start and check them).
+            assert!(d <= 12.0, "locality {l}: {d} decisions");
+            decisions += d;
+            let parcels = counter(&rt, l, "/coalescing/parameter/num-parcels", "tally").await;
+            let bytes = counter(&rt, l, "/coalescing/parameter/max-bytes", "tally").await;
+            assert!(parcels <= 100.0, "locality {l}: num_parcels {parcels}");
+            assert!(bytes <= 8192.0, "locality {l}: max_bytes {bytes}");
+        }
+        assert!(decisions >= 1.0, "no tuner changed a setting");
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn adaptive_exactly_once_inproc() {
+    exactly_once(common::inproc(3).workers(2), 1, 20_000);
+}
+
+#[test]
+fn adaptive_exactly_once_tcp() {
+    exactly_once(common::tcp("adaptive_exactly_once_tcp", 2), 2, 20_000);
+}
+
+/// The MPI case of this file and the sizes it runs at.
+#[cfg(feature = "mpi")]
+#[test]
+fn under_mpirun() {
+    common::mpirun(&["mpi_adaptive_exactly_once"], &[2]);
+}
+
+#[test]
+#[ignore = "an MPI case: run by under_mpirun"]
+fn mpi_adaptive_exactly_once() {
+    exactly_once(common::mpi(), 3, 20_000);
+}
+
+#[test]
+fn adaptive_parses_prints_and_checks_its_bounds() {
+    let a: Coalescing = "adaptive".parse().unwrap();
+    assert_eq!(a, Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+    assert_eq!(a.to_string().parse::<Coalescing>().unwrap(), a);
+    let b: Coalescing = "adaptive:max_bytes=4096,max_parcels=100".parse().unwrap();
+    assert_eq!(
+        b,
+        Coalescing::Adaptive(AdaptivePolicy {
+            max_bytes: 4096,
+            max_parcels: 100
+        })
+    );
+    for bad in [
+        "adaptive:max_parcels=0",
+        "adaptive:max_bytes=10",
+        "adaptive:num_parcels=3",
+    ] {
+        let err = bad.parse::<Coalescing>().unwrap_err();
+        assert!(err.contains("max_"), "{bad}: {err}");
+    }
+}
