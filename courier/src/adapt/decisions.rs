@@ -10,15 +10,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) struct Tuning {
     started: Once,
     decisions: Box<[AtomicU64]>,
+    /// Whether decisions are reported at INFO (`Config::print_adapt`).
+    print: bool,
 }
 
 impl Tuning {
-    /// Tuning of `actions` actions; no loop yet.
-    pub(crate) fn new(actions: usize) -> Self {
+    /// Tuning of `actions` actions; no loop yet. `print`: report each
+    /// decision at INFO rather than DEBUG.
+    pub(crate) fn new(actions: usize, print: bool) -> Self {
         Tuning {
             started: Once::new(),
             decisions: (0..actions).map(|_| AtomicU64::new(0)).collect(),
+            print,
         }
+    }
+
+    /// Whether decisions are reported at INFO.
+    pub(crate) fn print(&self) -> bool {
+        self.print
     }
 
     /// Runs `start` the first time it is called.

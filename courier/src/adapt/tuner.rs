@@ -45,6 +45,10 @@ pub(crate) const MIN_PARCELS: u64 = 64;
 /// begins: hysteresis against a single odd epoch.
 pub(crate) const CONFIRM_EPOCHS: u32 = 2;
 
+/// Epochs over which a phase's traffic is averaged before the mean moves
+/// on (weight 1/8 for each new epoch). A guess, tune me.
+pub(crate) const PHASE_MEAN_EPOCHS: u32 = 8;
+
 /// A larger setting is kept only if it lowers the cost per parcel by this
 /// fraction: within it, the difference is the noise of this machine
 /// (±5 % run to run, BENCHMARKS.md).
@@ -145,8 +149,12 @@ enum Step {
 #[derive(Debug, Clone)]
 pub(crate) struct Tuner {
     bounds: Bounds,
-    /// The traffic of the phase in force (its first epoch).
+    /// The traffic of the phase in force: the mean of its epochs (the
+    /// first [`PHASE_MEAN_EPOCHS`], then a moving mean), so that a first
+    /// epoch that caught only part of the phase does not stand for it.
     phase: Option<Traffic>,
+    /// Epochs in the phase so far.
+    phase_epochs: u32,
     /// Epochs in a row unlike the phase.
     unlike: u32,
     step: Step,
@@ -163,6 +171,7 @@ impl Tuner {
         Tuner {
             bounds,
             phase: None,
+            phase_epochs: 0,
             unlike: 0,
             step: Step::Settled,
             in_force,
@@ -189,17 +198,29 @@ impl Tuner {
         if epoch.parcels < MIN_PARCELS {
             return None;
         }
-        match self.phase {
-            Some(phase) if PhaseChange::between(&phase, &epoch.traffic) => {
-                self.unlike += 1;
-                if self.unlike < CONFIRM_EPOCHS {
-                    return None;
-                }
-                return self.begin_phase(epoch, machine);
+        let Some(phase) = self.phase else {
+            return self.begin_phase(epoch, machine);
+        };
+        // Every epoch joins the phase's mean, an unlike one too: a first
+        // epoch that caught part of the phase is soon outweighed.
+        self.phase_epochs += 1;
+        let weight = 1.0 / f64::from(self.phase_epochs.min(PHASE_MEAN_EPOCHS));
+        let mean = |a: f64, b: f64| a + (b - a) * weight;
+        let now = &epoch.traffic;
+        self.phase = Some(Traffic {
+            parcels_per_s: mean(phase.parcels_per_s, now.parcels_per_s),
+            bytes_per_parcel: mean(phase.bytes_per_parcel, now.bytes_per_parcel),
+            awaited: mean(phase.awaited, now.awaited),
+            in_flight: mean(phase.in_flight, now.in_flight),
+        });
+        if PhaseChange::between(&phase, now) {
+            self.unlike += 1;
+            if self.unlike < CONFIRM_EPOCHS {
+                return None;
             }
-            Some(_) => self.unlike = 0,
-            None => return self.begin_phase(epoch, machine),
+            return self.begin_phase(epoch, machine);
         }
+        self.unlike = 0;
         match self.step {
             Step::Settled => None,
             Step::Measure { model } => {
@@ -248,6 +269,7 @@ impl Tuner {
 
     fn begin_phase(&mut self, epoch: &Epoch, machine: &Machine) -> Option<Decision> {
         self.phase = Some(epoch.traffic);
+        self.phase_epochs = 1;
         self.unlike = 0;
         self.in_phase = 0;
         let n = best_parcels_per_message(&epoch.traffic, machine);
@@ -414,6 +436,21 @@ mod tests {
         // √(2 · 3e-5 · 7000 / 0.001) ≈ 20 (or 4× that, kept).
         let n = count(tuner.in_force()).expect("count").num_parcels;
         assert!(n == 20 || n == 80, "{n}");
+    }
+
+    #[test]
+    fn a_first_epoch_that_caught_half_a_phase_does_not_make_a_second_phase() {
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        let full = posts(3e6, 8.0);
+        let half = epoch(posts(1.4e6, 8.0), tuner.in_force(), 0.0, 0.0, 0);
+        assert!(tuner.observe(&half, &MACHINE).is_some(), "the phase begins");
+        let decisions = run(&mut tuner, full, 0.0, 0.0, 50);
+        assert!(
+            decisions
+                .iter()
+                .all(|d| !matches!(d.reason, Reason::NewPhase { .. })),
+            "{decisions:?}"
+        );
     }
 
     #[test]

@@ -104,6 +104,10 @@ pub struct RuntimeArgs {
     /// List every counter type with its unit and help, then exit.
     #[arg(long)]
     pub list_counters: bool,
+    /// Report every decision of adaptive coalescing (`--coalescing
+    /// adaptive`) with its reason [or COURIER_PRINT_ADAPT=true].
+    #[arg(long)]
+    pub print_adapt: bool,
     /// Serve every counter at http://ADDR/metrics (Prometheus text format),
     /// bound by the root exactly at ADDR. No authentication: prefer a
     /// loopback address (a non-loopback one is served with a warning).
@@ -184,6 +188,9 @@ impl RuntimeArgs {
             .print_counter_destination(self.print_counter_destination.clone())
             .print_counter_format(self.print_counter_format)
             .list_counters(self.list_counters);
+        if self.print_adapt {
+            config = config.print_adapt(true);
+        }
         if let Some(addr) = self.counters_http {
             config = config.counters_http(addr);
         }

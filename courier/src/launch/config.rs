@@ -121,6 +121,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 << 20;
 /// | `COURIER_WATCHDOG` | [`Config::watchdog`] | seconds after which a running task is reported (`10`, `0.5`, `250ms`), or `off` | 10 s ([`DEFAULT_WATCHDOG`](crate::DEFAULT_WATCHDOG)) |
 /// | `COURIER_ON_POST_FAILURE` | [`Config::on_post_failure`] | `log` or `fail` ([`OnPostFailure`]) | `log` |
 /// | `COURIER_INLINING` | [`Config::inlining`] | `adaptive`, `never` or `depth:N` ([`Inlining`](crate::par::Inlining)) | `adaptive` |
+/// | `COURIER_PRINT_ADAPT` | [`Config::print_adapt`] | `true` or `false`: report every decision of adaptive coalescing on standard error | `false` |
 /// | `COURIER_MPI_PROGRESS` | [`Config::mpi_progress`] | `workers` or `funneled` ([`MpiProgress`]) | `workers` |
 ///
 /// A value that does not parse makes [`launch`](crate::launch) fail with
@@ -162,6 +163,7 @@ pub struct Config {
     pub(crate) env_error: Option<String>,
     pub(crate) counters: PrintOptions,
     pub(crate) list_counters: bool,
+    pub(crate) print_adapt: bool,
     pub(crate) counters_http: Option<SocketAddr>,
     pub(crate) states: Vec<StateMaker>,
     pub(crate) mpi_progress: MpiProgress,
@@ -278,6 +280,7 @@ impl Config {
             env_error: None,
             counters: PrintOptions::default(),
             list_counters: false,
+            print_adapt: env_value("COURIER_PRINT_ADAPT", &mut errors).unwrap_or(false),
             counters_http: None,
             states: Vec::new(),
             mpi_progress: env_value("COURIER_MPI_PROGRESS", &mut errors).unwrap_or_default(),
@@ -474,6 +477,18 @@ impl Config {
         self
     }
 
+    /// Reports every decision of adaptive coalescing
+    /// ([`Coalescing::Adaptive`]) as it is made: the locality, the action,
+    /// the setting put in force and why (the traffic and the model's
+    /// inputs Q, S, κ, α, or the cost per parcel it compared), as INFO
+    /// events that [`report_to_stderr`](crate::report_to_stderr) prints.
+    /// Without it they are DEBUG events. Default `false`;
+    /// `COURIER_PRINT_ADAPT`; `--print-adapt`.
+    pub fn print_adapt(mut self, print: bool) -> Self {
+        self.print_adapt = print;
+        self
+    }
+
     /// Sets how [`par::join`](crate::par::join) decides between running
     /// its second closure inline and as a task (default
     /// [`Inlining::Adaptive`](crate::par::Inlining::Adaptive);
@@ -539,6 +554,7 @@ impl Config {
             watchdog: self.watchdog,
             on_post_failure: self.on_post_failure,
             join_policy: crate::par::policy_code(self.inlining),
+            print_adapt: self.print_adapt,
         }
     }
 

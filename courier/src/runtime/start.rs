@@ -81,6 +81,8 @@ pub(crate) struct Settings<'a> {
     /// How `par::join` decides, encoded by `par` (see
     /// `Scheduler::set_join_policy`).
     pub(crate) join_policy: u64,
+    /// Whether adaptive coalescing reports its decisions at INFO.
+    pub(crate) print_adapt: bool,
 }
 
 impl Locality {
@@ -102,6 +104,7 @@ impl Locality {
             watchdog,
             on_post_failure,
             join_policy,
+            print_adapt,
         } = settings;
         let sched = Scheduler::new(workers);
         sched.set_join_policy(join_policy);
@@ -137,7 +140,10 @@ impl Locality {
             liveness: Liveness::new(count, liveness),
             watchdog: Watchdog::new(watchdog),
             post_failures: PostFailures::new(on_post_failure),
-            tuning: crate::adapt::Tuning::new(crate::action::registry().entries().len()),
+            tuning: crate::adapt::Tuning::new(
+                crate::action::registry().entries().len(),
+                print_adapt,
+            ),
             me: me.clone(),
         });
         sched.set_background(Arc::new(Progress(Arc::downgrade(&locality))));

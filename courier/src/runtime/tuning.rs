@@ -136,13 +136,20 @@ fn run(weak: &Weak<Locality>) {
                 l.aggregator.tune(&*l, slot, decision.setting);
                 l.tuning.count_decision(slot);
                 let name = crate::action::registry().entries()[slot].name();
-                report!(
-                    debug,
-                    l.here,
-                    "adaptive coalescing of {name}: {} ({})",
-                    decision.setting,
-                    decision.reason
-                );
+                let (setting, reason) = (decision.setting, decision.reason);
+                if l.tuning.print() {
+                    report!(
+                        info,
+                        l.here,
+                        "adaptive coalescing of {name}: {setting} ({reason})"
+                    );
+                } else {
+                    report!(
+                        debug,
+                        l.here,
+                        "adaptive coalescing of {name}: {setting} ({reason})"
+                    );
+                }
             }
         }
         last = now;
