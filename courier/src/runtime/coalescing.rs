@@ -184,7 +184,8 @@ impl Runtime {
         Ok(())
     }
 
-    /// The coalescing of `action` on this locality towards `dest`.
+    /// The coalescing of `action` on this locality towards `dest`: for an
+    /// adaptive action, the count policy its tuner put in force.
     ///
     /// # Panics
     ///
