@@ -15,8 +15,12 @@
 //!    times as many parcels a message, to see whether the model's α
 //!    undervalued a message (a receiver's cost per message, cache effects:
 //!    what α does not see);
-//! 3. back to the model's setting if the larger one did not lower the cost
-//!    per parcel by [`IMPROVEMENT`].
+//! 3. back to the model's setting if the larger one raised the cost per
+//!    parcel by more than [`TOLERANCE`]. Within it, the larger one stays:
+//!    the cost of coalescing is flat above its optimum and steep below
+//!    (seed 004's Chapel sweep; the matrix of BENCHMARKS.md, where every
+//!    workload lost more to 16–64 parcels a message than to 16,384), so
+//!    a tie goes to the larger.
 //!
 //! Then it stays put until the traffic changes: no decision is made while
 //! it is steady.
@@ -49,10 +53,10 @@ pub(crate) const CONFIRM_EPOCHS: u32 = 2;
 /// on (weight 1/8 for each new epoch). A guess, tune me.
 pub(crate) const PHASE_MEAN_EPOCHS: u32 = 8;
 
-/// A larger setting is kept only if it lowers the cost per parcel by this
-/// fraction: within it, the difference is the noise of this machine
-/// (±5 % run to run, BENCHMARKS.md).
-pub(crate) const IMPROVEMENT: f64 = 0.05;
+/// A larger setting is given up only if it raises the cost per parcel by
+/// more than this fraction: within it, the difference is the noise of
+/// this machine (±5 % run to run, BENCHMARKS.md).
+pub(crate) const TOLERANCE: f64 = 0.05;
 
 /// κ at or above which traffic counts as latency-bound: the tuner then
 /// trusts the model and does not try larger messages. A call awaited with
@@ -253,7 +257,7 @@ impl Tuner {
             Step::Compare { model, model_ns } => {
                 self.step = Step::Settled;
                 let larger_ns = epoch.cost_ns_per_parcel;
-                if larger_ns < model_ns * (1.0 - IMPROVEMENT) {
+                if larger_ns <= model_ns * (1.0 + TOLERANCE) {
                     return None;
                 }
                 self.decide(
@@ -383,24 +387,35 @@ mod tests {
         // Four times the parcels lowers this cost per parcel by 75 %: kept.
         assert_eq!(decisions.len(), 2, "{decisions:?}");
         let p = count(tuner.in_force()).expect("a count policy");
-        assert_eq!(p.num_parcels, 820, "4 × √(2Qα/κ) = 4 × 205");
+        assert_eq!(p.num_parcels, 2592, "4 × √(2Qα/κ) = 4 × 648");
         assert!(run(&mut tuner, traffic, 0.0, 0.0, 100).is_empty());
     }
 
     #[test]
-    fn a_larger_setting_that_does_not_pay_is_reverted() {
+    fn a_larger_setting_that_costs_more_is_reverted_and_a_tie_is_kept() {
         let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
-        // A cost that no longer falls with n: a flat optimum.
+        // A cost that rises with n beyond the model's: what α missed is
+        // a cost of large messages (cache misses in a receiver).
         let traffic = posts(3e6, 8.0);
+        let mut decisions = Vec::new();
+        for i in 0..20 {
+            let mut e = epoch(traffic, tuner.in_force(), 0.0, 0.0, i);
+            let n = count(tuner.in_force()).map_or(1.0, |p| f64::from(p.num_parcels));
+            e.cost_ns_per_parcel = 20.0 + n / 100.0;
+            decisions.extend(tuner.observe(&e, &MACHINE));
+        }
+        assert_eq!(decisions.len(), 3, "{decisions:?}");
+        assert!(matches!(decisions[2].reason, Reason::Revert { .. }));
+        assert_eq!(decisions[2].setting, decisions[0].setting);
+        // A flat cost: the larger setting stays.
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         let mut decisions = Vec::new();
         for i in 0..20 {
             let mut e = epoch(traffic, tuner.in_force(), 0.0, 0.0, i);
             e.cost_ns_per_parcel = 30.0;
             decisions.extend(tuner.observe(&e, &MACHINE));
         }
-        assert_eq!(decisions.len(), 3, "{decisions:?}");
-        assert!(matches!(decisions[2].reason, Reason::Revert { .. }));
-        assert_eq!(decisions[2].setting, decisions[0].setting);
+        assert_eq!(decisions.len(), 2, "{decisions:?}");
     }
 
     #[test]
@@ -433,9 +448,9 @@ mod tests {
         assert!(matches!(d.reason, Reason::NewPhase { .. }), "{d:?}");
         let after = run(&mut tuner, slow, 0.0, 0.0, 50);
         assert!(after.len() <= 2, "{after:?}");
-        // √(2 · 3e-5 · 7000 / 0.001) ≈ 20 (or 4× that, kept).
+        // √(2 · 3e-5 · 7000 / 0.0001) ≈ 65 (or 4× that, kept).
         let n = count(tuner.in_force()).expect("count").num_parcels;
-        assert!(n == 20 || n == 80, "{n}");
+        assert!(n == 65 || n == 260, "{n}");
     }
 
     #[test]
