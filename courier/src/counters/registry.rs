@@ -277,6 +277,34 @@ macro_rules! locality_counter {
     };
 }
 
+/// A counter of the locality (`total` only) that takes `@parameters` of
+/// the kind `$parameters`: `$sample` makes its sample, a
+/// `Result<Raw, String>`, from the sources `$s` and the parameters
+/// `$params`.
+macro_rules! parameterized_counter {
+    (
+        $name:literal,
+        $unit:literal,
+        $help:literal,
+        $parameters:ident,
+        |$s:ident, $params:ident| $sample:expr
+    ) => {
+        CounterType {
+            name: $name,
+            unit: $unit,
+            help: $help,
+            instances: Instances::Locality,
+            parameters: Parameters::$parameters,
+            sample: |$s, i, $params| {
+                if i != Instance::Total {
+                    return Err(format!("no instance {i}"));
+                }
+                $sample
+            },
+        }
+    };
+}
+
 /// Reads perf event `event` for `instance`.
 fn read_perf(perf: &Perf, event: usize, instance: Instance) -> Result<u64, String> {
     match instance {
@@ -325,20 +353,10 @@ fn coalescing_stats(s: &Sources<'_>, params: Option<&str>) -> Result<LaneStats, 
 /// A `/coalescing` counter of one action (or all of them, without `@ACTION`).
 macro_rules! coalescing_counter {
     ($name:literal, $unit:literal, $help:literal, |$c:ident| $raw:expr) => {
-        CounterType {
-            name: $name,
-            unit: $unit,
-            help: $help,
-            instances: Instances::Locality,
-            parameters: Parameters::Action,
-            sample: |s, i, params| {
-                if i != Instance::Total {
-                    return Err(format!("no instance {i}"));
-                }
-                let $c = coalescing_stats(s, params)?;
-                Ok($raw)
-            },
-        }
+        parameterized_counter!($name, $unit, $help, Action, |s, params| {
+            let $c = coalescing_stats(s, params)?;
+            Ok($raw)
+        })
     };
 }
 
@@ -346,20 +364,10 @@ macro_rules! coalescing_counter {
 /// is the action's registry slot, or `None` for every action.
 macro_rules! per_action_counter {
     ($name:literal, $unit:literal, $help:literal, |$s:ident, $slot:ident| $raw:expr) => {
-        CounterType {
-            name: $name,
-            unit: $unit,
-            help: $help,
-            instances: Instances::Locality,
-            parameters: Parameters::Action,
-            sample: |$s, i, params| {
-                if i != Instance::Total {
-                    return Err(format!("no instance {i}"));
-                }
-                let $slot = params.map(action_slot).transpose()?;
-                Ok($raw)
-            },
-        }
+        parameterized_counter!($name, $unit, $help, Action, |$s, params| {
+            let $slot = params.map(action_slot).transpose()?;
+            Ok($raw)
+        })
     };
 }
 
@@ -398,22 +406,12 @@ macro_rules! flush_counter {
 /// destinations without a setting of their own).
 macro_rules! parameter_counter {
     ($name:literal, $unit:literal, $help:literal, |$setting:ident| $value:expr) => {
-        CounterType {
-            name: $name,
-            unit: $unit,
-            help: $help,
-            instances: Instances::Locality,
-            parameters: Parameters::Action,
-            sample: |s, i, params| {
-                if i != Instance::Total {
-                    return Err(format!("no instance {i}"));
-                }
-                let action = params.ok_or("needs @ACTION")?;
-                let $setting = s.metrics.coalescing().default_setting(action_slot(action)?);
-                let value: f64 = $value;
-                Ok(Raw::Gauge(value))
-            },
-        }
+        parameterized_counter!($name, $unit, $help, Action, |s, params| {
+            let action = params.ok_or("needs @ACTION")?;
+            let $setting = s.metrics.coalescing().default_setting(action_slot(action)?);
+            let value: f64 = $value;
+            Ok(Raw::Gauge(value))
+        })
     };
 }
 
@@ -588,37 +586,29 @@ pub(crate) static TYPES: &[CounterType] = &[
             }
         }
     ),
-    CounterType {
-        name: "/coalescing/time/parcel-arrival-histogram",
-        unit: "ns",
-        help: "histogram of the gaps between consecutive parcels into the same buffer, @ACTION[,min,max,buckets] in ns",
-        instances: Instances::Locality,
-        parameters: Parameters::ActionHistogram,
-        sample: |s, i, params| {
-            if i != Instance::Total {
-                return Err(format!("no instance {i}"));
-            }
+    parameterized_counter!(
+        "/coalescing/time/parcel-arrival-histogram",
+        "ns",
+        "histogram of the gaps between consecutive parcels into the same buffer, @ACTION[,min,max,buckets] in ns",
+        ActionHistogram,
+        |s, params| {
             let c = coalescing_stats(s, params)?;
             Ok(Raw::Histogram {
                 counts: c.gap_histogram.to_vec(),
                 sum_ns: c.gap_sum_ns,
             })
-        },
-    },
-    CounterType {
-        name: "/coalescing/time/timer-lateness",
-        unit: "ns",
-        help: "histogram of the flush timer's delay after its deadlines, @min,max,buckets in ns",
-        instances: Instances::Locality,
-        parameters: Parameters::Histogram,
-        sample: |s, i, _| {
-            if i != Instance::Total {
-                return Err(format!("no instance {i}"));
-            }
+        }
+    ),
+    parameterized_counter!(
+        "/coalescing/time/timer-lateness",
+        "ns",
+        "histogram of the flush timer's delay after its deadlines, @min,max,buckets in ns",
+        Histogram,
+        |s, _params| {
             let (counts, sum_ns) = s.metrics.coalescing().timer_lateness().load();
             Ok(Raw::Histogram { counts, sum_ns })
-        },
-    },
+        }
+    ),
     traffic_counter!(
         "/data/count/received",
         "B",
