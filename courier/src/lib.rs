@@ -172,6 +172,17 @@ pub mod __private {
     }
 
     #[cfg(feature = "test-hooks")]
+    /// A probe frame from `source` with `padding` bytes of padding (what
+    /// the start-up calibration sends), without the transport's headroom.
+    pub fn probe_frame(source: crate::LocalityId, padding: usize) -> Vec<u8> {
+        use crate::parcel::{Control, FRAME_HEADROOM, Padding, encode_control};
+        let control = Control::Probe {
+            padding: Padding(padding),
+        };
+        encode_control(source, &control)[FRAME_HEADROOM..].to_vec()
+    }
+
+    #[cfg(feature = "test-hooks")]
     /// The frame header of a parcel frame from `source` (version, kind,
     /// source) for hand-built test frames.
     pub fn frame_header(source: crate::LocalityId) -> Vec<u8> {
