@@ -38,6 +38,8 @@
 //! runtime     Locality, the Runtime handle; send → receive → respond; credit
 //!             and the inbox, segmented calls; control, termination,
 //!             collectives, per-locality state, sleep
+//! adapt       policies that read counters and set parameters: adaptive
+//!             coalescing's model and tuner, the α-β calibration of sends
 //! aggregate   coalescing: per-worker buffers, flush policies, timer, 2D grid
 //! action      the Action trait, the registry, the executor of received calls
 //! transport   inproc, TCP and (feature `mpi`) MPI, behind one small trait

@@ -5,10 +5,12 @@ use serde::{Deserialize, Serialize};
 
 use std::sync::atomic::Ordering;
 
-use super::name::{CounterName, Index, Instance, glob_match};
+use super::name::{CounterName, Index, Instance, glob_match, parse_index};
 use crate::action::action_slot;
+use crate::adapt::SendCost;
 use crate::aggregate::{Coalescing, LaneStats, Reason};
 use crate::clock::POLL_BUCKETS;
+use crate::ids::LocalityId;
 use crate::runtime::DirectionCounts;
 use crate::runtime::Metrics;
 use crate::sched::{PERF_EVENTS as EVENTS, Perf};
@@ -209,6 +211,40 @@ pub(crate) enum Parameters {
     Histogram,
     /// An action name, then optionally `,min,max,buckets` of a histogram.
     ActionHistogram,
+    /// A peer, `locality#N`: the counter then covers what concerns it.
+    Locality,
+}
+
+/// The peer a `@locality#N` parameter names.
+pub(crate) fn parse_peer(params: &str) -> Result<LocalityId, String> {
+    match parse_index(params.trim(), "locality#", "locality") {
+        Ok(Index::At(n)) => Ok(LocalityId::new(n)),
+        Ok(Index::All) => Err(format!(
+            "`@{params}`: name one peer (`@locality#N`), or none for the mean over the peers"
+        )),
+        Err(e) => Err(format!("`@{params}`: {}", e.0)),
+    }
+}
+
+/// The cost of a frame to the peer that `params` names, or the mean over
+/// the peers weighted by their recent frames (0 without peers).
+fn send_cost(s: &Sources<'_>, params: Option<&str>) -> Result<SendCost, String> {
+    let calibration = s.metrics.calibration();
+    match params {
+        None => Ok(calibration.mean().unwrap_or(SendCost {
+            alpha_ns: 0.0,
+            beta_ns_per_byte: 0.0,
+        })),
+        Some(params) => {
+            let peer = parse_peer(params)?;
+            calibration.cost(peer).ok_or_else(|| {
+                format!(
+                    "{peer} is not a peer of {} (this locality itself, or beyond the job)",
+                    s.metrics.here()
+                )
+            })
+        }
+    }
 }
 
 impl CounterType {
@@ -411,6 +447,17 @@ macro_rules! parameter_counter {
             let $setting = s.metrics.coalescing().default_setting(action_slot(action)?);
             let value: f64 = $value;
             Ok(Raw::Gauge(value))
+        })
+    };
+}
+
+/// A `/network/time` counter: the α-β fit of this locality's sends to the
+/// peer `@locality#N`, or (without it) the mean over its peers.
+macro_rules! send_cost_counter {
+    ($name:literal, $unit:literal, $help:literal, |$c:ident| $value:expr) => {
+        parameterized_counter!($name, $unit, $help, Locality, |s, params| {
+            let $c = send_cost(s, params)?;
+            Ok(Raw::Gauge($value))
         })
     };
 }
@@ -724,6 +771,18 @@ pub(crate) static TYPES: &[CounterType] = &[
         "",
         "connections turned away: strangers, handshakes too slow or over the cap, late connections",
         |s| Raw::Count(s.metrics.rejected_connections())
+    ),
+    send_cost_counter!(
+        "/network/time/alpha",
+        "ns",
+        "alpha of the alpha-beta model: the fixed cost of sending one frame, fitted from the frames sent; @locality#N: to that peer, else the mean over the peers weighted by their recent frames",
+        |c| c.alpha_ns
+    ),
+    send_cost_counter!(
+        "/network/time/beta",
+        "ns/B",
+        "beta of the alpha-beta model: the cost of sending each byte of a frame, fitted from the frames sent; @locality#N: to that peer, else the mean over the peers weighted by their recent frames",
+        |c| c.beta_ns_per_byte
     ),
     locality_counter!(
         "/par/count/forks",
