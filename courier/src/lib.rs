@@ -185,6 +185,21 @@ pub mod __private {
     }
 
     #[cfg(feature = "test-hooks")]
+    /// Feeds `samples` (`(wire bytes, ns)`) one by one to the α-β fit of
+    /// a peer, as the send path does once per frame, and returns the α it
+    /// ends with: for the `calibration` bench.
+    pub fn calibration_samples(samples: &[(u64, u64)]) -> f64 {
+        use crate::adapt::{Calibration, TCP_PRIOR};
+        use crate::ids::LocalityId;
+        let calibration = Calibration::new(LocalityId::ROOT, 2, TCP_PRIOR);
+        let peer = LocalityId::new(1);
+        for &(bytes, ns) in samples {
+            calibration.record(peer, bytes, ns);
+        }
+        calibration.cost(peer).map_or(0.0, |c| c.alpha_ns)
+    }
+
+    #[cfg(feature = "test-hooks")]
     /// The frame header of a parcel frame from `source` (version, kind,
     /// source) for hand-built test frames.
     pub fn frame_header(source: crate::LocalityId) -> Vec<u8> {
