@@ -227,24 +227,25 @@ pub(crate) fn parse_peer(params: &str) -> Result<LocalityId, String> {
 }
 
 /// The cost of a frame to the peer that `params` names, or the mean over
-/// the peers weighted by their recent frames (0 without peers).
+/// the peers weighted by their recent frames. 0 for a locality without
+/// peers, and towards the locality itself (it sends itself no frames), so
+/// that `@locality#N` can be read on every locality at once.
 fn send_cost(s: &Sources<'_>, params: Option<&str>) -> Result<SendCost, String> {
+    const NONE: SendCost = SendCost {
+        alpha_ns: 0.0,
+        beta_ns_per_byte: 0.0,
+    };
     let calibration = s.metrics.calibration();
-    match params {
-        None => Ok(calibration.mean().unwrap_or(SendCost {
-            alpha_ns: 0.0,
-            beta_ns_per_byte: 0.0,
-        })),
-        Some(params) => {
-            let peer = parse_peer(params)?;
-            calibration.cost(peer).ok_or_else(|| {
-                format!(
-                    "{peer} is not a peer of {} (this locality itself, or beyond the job)",
-                    s.metrics.here()
-                )
-            })
-        }
+    let Some(params) = params else {
+        return Ok(calibration.mean().unwrap_or(NONE));
+    };
+    let peer = parse_peer(params)?;
+    if peer == s.metrics.here() {
+        return Ok(NONE);
     }
+    calibration
+        .cost(peer)
+        .ok_or_else(|| format!("{peer} is not a locality of this job"))
 }
 
 impl CounterType {
