@@ -38,6 +38,8 @@
 //! runtime     Locality, the Runtime handle; send → receive → respond; credit
 //!             and the inbox, segmented calls; control, termination,
 //!             collectives, per-locality state, sleep
+//! adapt       policies that read counters and set parameters: adaptive
+//!             coalescing's model and tuner, the α-β calibration of sends
 //! aggregate   coalescing: per-worker buffers, flush policies, timer, 2D grid
 //! action      the Action trait, the registry, the executor of received calls
 //! transport   inproc, TCP and (feature `mpi`) MPI, behind one small trait
@@ -169,6 +171,32 @@ pub mod __private {
             .parcels
             .fetch_add(parcels, std::sync::atomic::Ordering::SeqCst);
         Ok(())
+    }
+
+    #[cfg(feature = "test-hooks")]
+    /// A probe frame from `source` with `padding` bytes of padding (what
+    /// the start-up calibration sends), without the transport's headroom.
+    pub fn probe_frame(source: crate::LocalityId, padding: usize) -> Vec<u8> {
+        use crate::parcel::{Control, FRAME_HEADROOM, Padding, encode_control};
+        let control = Control::Probe {
+            padding: Padding(padding),
+        };
+        encode_control(source, &control)[FRAME_HEADROOM..].to_vec()
+    }
+
+    #[cfg(feature = "test-hooks")]
+    /// Feeds `samples` (`(wire bytes, ns)`) one by one to the α-β fit of
+    /// a peer, as the send path does once per frame, and returns the α it
+    /// ends with: for the `calibration` bench.
+    pub fn calibration_samples(samples: &[(u64, u64)]) -> f64 {
+        use crate::adapt::{Calibration, TCP_PRIOR};
+        use crate::ids::LocalityId;
+        let calibration = Calibration::new(LocalityId::ROOT, 2, TCP_PRIOR);
+        let peer = LocalityId::new(1);
+        for &(bytes, ns) in samples {
+            calibration.record(peer, bytes, ns);
+        }
+        calibration.cost(peer).map_or(0.0, |c| c.alpha_ns)
     }
 
     #[cfg(feature = "test-hooks")]

@@ -5,19 +5,12 @@ mod common;
 
 use std::time::Duration;
 
-use courier::counters::{CounterFormat, CounterValue};
+use common::value;
+use courier::counters::CounterFormat;
 use courier::{Config, Runtime};
 
 #[courier::action]
 fn take(_bytes: [u8; 16]) {}
-
-fn value(values: &[CounterValue], name: &str) -> f64 {
-    values
-        .iter()
-        .find(|v| v.name == name)
-        .unwrap_or_else(|| panic!("no {name} in {values:?}"))
-        .value
-}
 
 /// Sends `n` calls with 16 bytes of arguments from locality 0 to 1.
 async fn traffic(rt: Runtime, n: u64) -> Result<(), courier::BoxError> {

@@ -86,7 +86,7 @@ fn valid_segment(s: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '*'))
 }
 
-fn parse_index(text: &str, prefix: &str, what: &str) -> Result<Index, ParseError> {
+pub(super) fn parse_index(text: &str, prefix: &str, what: &str) -> Result<Index, ParseError> {
     let Some(rest) = text.strip_prefix(prefix) else {
         return Err(ParseError(format!(
             "expected `{prefix}N` or `{prefix}*`, found `{text}`"

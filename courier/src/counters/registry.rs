@@ -5,10 +5,12 @@ use serde::{Deserialize, Serialize};
 
 use std::sync::atomic::Ordering;
 
-use super::name::{CounterName, Index, Instance, glob_match};
+use super::name::{CounterName, Index, Instance, glob_match, parse_index};
 use crate::action::action_slot;
+use crate::adapt::SendCost;
 use crate::aggregate::{Coalescing, LaneStats, Reason};
 use crate::clock::POLL_BUCKETS;
+use crate::ids::LocalityId;
 use crate::runtime::DirectionCounts;
 use crate::runtime::Metrics;
 use crate::sched::{PERF_EVENTS as EVENTS, Perf};
@@ -209,6 +211,41 @@ pub(crate) enum Parameters {
     Histogram,
     /// An action name, then optionally `,min,max,buckets` of a histogram.
     ActionHistogram,
+    /// A peer, `locality#N`: the counter then covers what concerns it.
+    Locality,
+}
+
+/// The peer a `@locality#N` parameter names.
+pub(crate) fn parse_peer(params: &str) -> Result<LocalityId, String> {
+    match parse_index(params.trim(), "locality#", "locality") {
+        Ok(Index::At(n)) => Ok(LocalityId::new(n)),
+        Ok(Index::All) => Err(format!(
+            "`@{params}`: name one peer (`@locality#N`), or none for the mean over the peers"
+        )),
+        Err(e) => Err(format!("`@{params}`: {}", e.0)),
+    }
+}
+
+/// The cost of a frame to the peer that `params` names, or the mean over
+/// the peers weighted by their recent frames. 0 for a locality without
+/// peers, and towards the locality itself (it sends itself no frames), so
+/// that `@locality#N` can be read on every locality at once.
+fn send_cost(s: &Sources<'_>, params: Option<&str>) -> Result<SendCost, String> {
+    const NONE: SendCost = SendCost {
+        alpha_ns: 0.0,
+        beta_ns_per_byte: 0.0,
+    };
+    let calibration = s.metrics.calibration();
+    let Some(params) = params else {
+        return Ok(calibration.mean().unwrap_or(NONE));
+    };
+    let peer = parse_peer(params)?;
+    if peer == s.metrics.here() {
+        return Ok(NONE);
+    }
+    calibration
+        .cost(peer)
+        .ok_or_else(|| format!("{peer} is not a locality of this job"))
 }
 
 impl CounterType {
@@ -277,6 +314,34 @@ macro_rules! locality_counter {
     };
 }
 
+/// A counter of the locality (`total` only) that takes `@parameters` of
+/// the kind `$parameters`: `$sample` makes its sample, a
+/// `Result<Raw, String>`, from the sources `$s` and the parameters
+/// `$params`.
+macro_rules! parameterized_counter {
+    (
+        $name:literal,
+        $unit:literal,
+        $help:literal,
+        $parameters:ident,
+        |$s:ident, $params:ident| $sample:expr
+    ) => {
+        CounterType {
+            name: $name,
+            unit: $unit,
+            help: $help,
+            instances: Instances::Locality,
+            parameters: Parameters::$parameters,
+            sample: |$s, i, $params| {
+                if i != Instance::Total {
+                    return Err(format!("no instance {i}"));
+                }
+                $sample
+            },
+        }
+    };
+}
+
 /// Reads perf event `event` for `instance`.
 fn read_perf(perf: &Perf, event: usize, instance: Instance) -> Result<u64, String> {
     match instance {
@@ -325,20 +390,10 @@ fn coalescing_stats(s: &Sources<'_>, params: Option<&str>) -> Result<LaneStats, 
 /// A `/coalescing` counter of one action (or all of them, without `@ACTION`).
 macro_rules! coalescing_counter {
     ($name:literal, $unit:literal, $help:literal, |$c:ident| $raw:expr) => {
-        CounterType {
-            name: $name,
-            unit: $unit,
-            help: $help,
-            instances: Instances::Locality,
-            parameters: Parameters::Action,
-            sample: |s, i, params| {
-                if i != Instance::Total {
-                    return Err(format!("no instance {i}"));
-                }
-                let $c = coalescing_stats(s, params)?;
-                Ok($raw)
-            },
-        }
+        parameterized_counter!($name, $unit, $help, Action, |s, params| {
+            let $c = coalescing_stats(s, params)?;
+            Ok($raw)
+        })
     };
 }
 
@@ -346,20 +401,10 @@ macro_rules! coalescing_counter {
 /// is the action's registry slot, or `None` for every action.
 macro_rules! per_action_counter {
     ($name:literal, $unit:literal, $help:literal, |$s:ident, $slot:ident| $raw:expr) => {
-        CounterType {
-            name: $name,
-            unit: $unit,
-            help: $help,
-            instances: Instances::Locality,
-            parameters: Parameters::Action,
-            sample: |$s, i, params| {
-                if i != Instance::Total {
-                    return Err(format!("no instance {i}"));
-                }
-                let $slot = params.map(action_slot).transpose()?;
-                Ok($raw)
-            },
-        }
+        parameterized_counter!($name, $unit, $help, Action, |$s, params| {
+            let $slot = params.map(action_slot).transpose()?;
+            Ok($raw)
+        })
     };
 }
 
@@ -398,22 +443,23 @@ macro_rules! flush_counter {
 /// destinations without a setting of their own).
 macro_rules! parameter_counter {
     ($name:literal, $unit:literal, $help:literal, |$setting:ident| $value:expr) => {
-        CounterType {
-            name: $name,
-            unit: $unit,
-            help: $help,
-            instances: Instances::Locality,
-            parameters: Parameters::Action,
-            sample: |s, i, params| {
-                if i != Instance::Total {
-                    return Err(format!("no instance {i}"));
-                }
-                let action = params.ok_or("needs @ACTION")?;
-                let $setting = s.metrics.coalescing().default_setting(action_slot(action)?);
-                let value: f64 = $value;
-                Ok(Raw::Gauge(value))
-            },
-        }
+        parameterized_counter!($name, $unit, $help, Action, |s, params| {
+            let action = params.ok_or("needs @ACTION")?;
+            let $setting = s.metrics.coalescing().default_setting(action_slot(action)?);
+            let value: f64 = $value;
+            Ok(Raw::Gauge(value))
+        })
+    };
+}
+
+/// A `/network/time` counter: the α-β fit of this locality's sends to the
+/// peer `@locality#N`, or (without it) the mean over its peers.
+macro_rules! send_cost_counter {
+    ($name:literal, $unit:literal, $help:literal, |$c:ident| $value:expr) => {
+        parameterized_counter!($name, $unit, $help, Locality, |s, params| {
+            let $c = send_cost(s, params)?;
+            Ok(Raw::Gauge($value))
+        })
     };
 }
 
@@ -588,37 +634,29 @@ pub(crate) static TYPES: &[CounterType] = &[
             }
         }
     ),
-    CounterType {
-        name: "/coalescing/time/parcel-arrival-histogram",
-        unit: "ns",
-        help: "histogram of the gaps between consecutive parcels into the same buffer, @ACTION[,min,max,buckets] in ns",
-        instances: Instances::Locality,
-        parameters: Parameters::ActionHistogram,
-        sample: |s, i, params| {
-            if i != Instance::Total {
-                return Err(format!("no instance {i}"));
-            }
+    parameterized_counter!(
+        "/coalescing/time/parcel-arrival-histogram",
+        "ns",
+        "histogram of the gaps between consecutive parcels into the same buffer, @ACTION[,min,max,buckets] in ns",
+        ActionHistogram,
+        |s, params| {
             let c = coalescing_stats(s, params)?;
             Ok(Raw::Histogram {
                 counts: c.gap_histogram.to_vec(),
                 sum_ns: c.gap_sum_ns,
             })
-        },
-    },
-    CounterType {
-        name: "/coalescing/time/timer-lateness",
-        unit: "ns",
-        help: "histogram of the flush timer's delay after its deadlines, @min,max,buckets in ns",
-        instances: Instances::Locality,
-        parameters: Parameters::Histogram,
-        sample: |s, i, _| {
-            if i != Instance::Total {
-                return Err(format!("no instance {i}"));
-            }
+        }
+    ),
+    parameterized_counter!(
+        "/coalescing/time/timer-lateness",
+        "ns",
+        "histogram of the flush timer's delay after its deadlines, @min,max,buckets in ns",
+        Histogram,
+        |s, _params| {
             let (counts, sum_ns) = s.metrics.coalescing().timer_lateness().load();
             Ok(Raw::Histogram { counts, sum_ns })
-        },
-    },
+        }
+    ),
     traffic_counter!(
         "/data/count/received",
         "B",
@@ -734,6 +772,18 @@ pub(crate) static TYPES: &[CounterType] = &[
         "",
         "connections turned away: strangers, handshakes too slow or over the cap, late connections",
         |s| Raw::Count(s.metrics.rejected_connections())
+    ),
+    send_cost_counter!(
+        "/network/time/alpha",
+        "ns",
+        "alpha of the alpha-beta model: the fixed cost of sending one frame, fitted from the frames sent; @locality#N: to that peer, else the mean over the peers weighted by their recent frames",
+        |c| c.alpha_ns
+    ),
+    send_cost_counter!(
+        "/network/time/beta",
+        "ns/B",
+        "beta of the alpha-beta model: the cost of sending each byte of a frame, fitted from the frames sent; @locality#N: to that peer, else the mean over the peers weighted by their recent frames",
+        |c| c.beta_ns_per_byte
     ),
     locality_counter!(
         "/par/count/forks",

@@ -164,6 +164,20 @@ fn check(rt: &Runtime, name: &str, counter: CounterName) -> Result<CounterName, 
                     reason,
                 })?;
         }
+        if let (registry::Parameters::Locality, Some(params)) =
+            (t.parameters, counter.parameters.as_deref())
+        {
+            let peer = registry::parse_peer(params).map_err(|reason| CounterError::BadName {
+                name: name.to_owned(),
+                reason,
+            })?;
+            if peer.get() >= rt.num_localities() {
+                return Err(not_found(format!(
+                    "{peer} does not exist: the job has {} localities",
+                    rt.num_localities()
+                )));
+            }
+        }
     }
     if let Index::At(l) = counter.locality {
         if l >= rt.num_localities() {

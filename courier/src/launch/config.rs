@@ -9,13 +9,14 @@ use std::str::FromStr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::adapt::{INPROC_PRIOR, MPI_PRIOR, TCP_PRIOR};
 use crate::aggregate::Coalescing;
 use crate::counters::{CounterFormat, PrintOptions};
 use crate::flow::{Budget, DEFAULT_CREDIT_POOL, DEFAULT_CREDIT_WINDOW};
 use crate::ids::LocalityId;
-use crate::runtime::Error;
 use crate::runtime::LocalitySettings as Settings;
 use crate::runtime::StateMaker;
+use crate::runtime::{CalibrationSettings, Error};
 use crate::runtime::{DEFAULT_PEER_TIMEOUT, DEFAULT_WATCHDOG, LivenessSettings, OnPostFailure};
 
 /// How localities talk to each other.
@@ -47,6 +48,29 @@ impl FromStr for TransportKind {
             other => Err(Error::Config(format!(
                 "unknown transport `{other}`: expected `tcp`, `inproc` or `mpi`"
             ))),
+        }
+    }
+}
+
+impl TransportKind {
+    /// How a locality of this transport learns what its sends cost: the
+    /// network transports probe their peers at start-up (a few
+    /// milliseconds); the in-process one starts from its prior and learns
+    /// from its traffic, so that in-process jobs start at once.
+    fn calibration(self) -> CalibrationSettings {
+        match self {
+            TransportKind::Tcp => CalibrationSettings {
+                prior: TCP_PRIOR,
+                probe: true,
+            },
+            TransportKind::Inproc => CalibrationSettings {
+                prior: INPROC_PRIOR,
+                probe: false,
+            },
+            TransportKind::Mpi => CalibrationSettings {
+                prior: MPI_PRIOR,
+                probe: true,
+            },
         }
     }
 }
@@ -532,11 +556,13 @@ impl Config {
         }
     }
 
-    /// The settings of one locality of this job with `workers` workers.
+    /// The settings of one locality of this job with `workers` workers,
+    /// over `transport`.
     pub(crate) fn locality_settings(
         &self,
         workers: usize,
         liveness: LivenessSettings,
+        transport: TransportKind,
     ) -> Settings<'_> {
         Settings {
             workers,
@@ -555,6 +581,7 @@ impl Config {
             on_post_failure: self.on_post_failure,
             join_policy: crate::par::policy_code(self.inlining),
             print_adapt: self.print_adapt,
+            calibration: transport.calibration(),
         }
     }
 

@@ -7,9 +7,9 @@
 //! starting a job of its own on every rank.
 
 #[cfg(feature = "mpi")]
-use super::Config;
-#[cfg(feature = "mpi")]
 use super::role::Main;
+#[cfg(feature = "mpi")]
+use super::{Config, TransportKind};
 #[cfg(feature = "mpi")]
 use crate::ids::LocalityId;
 #[cfg(feature = "mpi")]
@@ -47,7 +47,7 @@ pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) ->
         here,
         size,
         Box::new(transport),
-        config.locality_settings(workers, config.liveness(here)),
+        config.locality_settings(workers, config.liveness(here), TransportKind::Mpi),
     )
     .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))?;
     if rank == 0 {

@@ -204,7 +204,11 @@ fn run_threads<T: Send + 'static>(config: &Config, main: Main<'_, T>) -> Result<
             here,
             count,
             Box::new(transport),
-            config.locality_settings(workers, crate::runtime::LivenessSettings::OFF),
+            config.locality_settings(
+                workers,
+                crate::runtime::LivenessSettings::OFF,
+                TransportKind::Inproc,
+            ),
         )
         .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")));
         match locality {
@@ -382,7 +386,11 @@ fn start_tcp_locality(
         here,
         count,
         Box::new(tcp),
-        config.locality_settings(config.workers_for(local_localities), config.liveness(here)),
+        config.locality_settings(
+            config.workers_for(local_localities),
+            config.liveness(here),
+            TransportKind::Tcp,
+        ),
     )
     .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))
 }

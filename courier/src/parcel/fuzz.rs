@@ -24,12 +24,12 @@
 use super::error::RemoteError;
 use super::frame::{FrameBuilder, Raw, encode_control};
 use super::wire::{
-    ActivityCounts, Caller, Control, FRAME_HEADER, FRAME_HEADROOM, ReplyTo, RunKind,
+    ActivityCounts, Caller, Control, FRAME_HEADER, FRAME_HEADROOM, Padding, ReplyTo, RunKind,
 };
 use crate::ids::{ActionId, LocalityId};
 
 /// The number of [`Control`] variants (see [`variant`]).
-const CONTROL_VARIANTS: usize = 15;
+const CONTROL_VARIANTS: usize = 16;
 
 /// Offset of the run header's count within a run (from the run's start).
 const RUN_COUNT: usize = 1 + 8;
@@ -235,7 +235,10 @@ fn control(rng: &mut Rng, variant: usize) -> Control {
             count: n,
             error: text(rng),
         },
-        _ => Control::Heartbeat,
+        14 => Control::Heartbeat,
+        _ => Control::Probe {
+            padding: Padding(payload(rng).len()),
+        },
     }
 }
 
@@ -666,6 +669,7 @@ mod tests {
             Control::GiveBack { .. } => 12,
             Control::PostsFailed { .. } => 13,
             Control::Heartbeat => 14,
+            Control::Probe { .. } => 15,
         }
     }
 

@@ -46,6 +46,6 @@ pub use segments::{
 };
 pub(crate) use segments::{SegmentSink, SegmentStats, SegmentUnitRef, split_units};
 pub(crate) use wire::{
-    ActivityCounts, Caller, Checkpoint, Control, DecodeError, FRAME_HEADROOM, FrameBody,
+    ActivityCounts, Caller, Checkpoint, Control, DecodeError, FRAME_HEADROOM, FrameBody, Padding,
     ParcelReader, ReplyTo, RunKind, WIRE_VERSION, decode_call, decode_frame,
 };

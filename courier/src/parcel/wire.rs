@@ -165,6 +165,43 @@ pub(crate) enum Control {
     /// The sender is alive: sent when it has sent nothing else to the
     /// receiver for a heartbeat interval (see `runtime/liveness.rs`).
     Heartbeat,
+    /// Nothing to do: a frame of a chosen size that the sender times
+    /// sending, to measure what its frames cost (`runtime/probe.rs`). The
+    /// receiver reads it and drops it; its padding is not copied.
+    Probe { padding: Padding },
+}
+
+/// Bytes that only make a frame longer: encoded as a byte string of
+/// zeros, decoded as its length (the bytes are skipped, never copied or
+/// allocated, so a peer's probe costs the receiver no memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Padding(pub(crate) usize);
+
+impl Serialize for Padding {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&vec![0; self.0])
+    }
+}
+
+impl<'de> Deserialize<'de> for Padding {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// Takes a byte string's length.
+        struct Length;
+
+        impl serde::de::Visitor<'_> for Length {
+            type Value = Padding;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("padding bytes")
+            }
+
+            fn visit_bytes<E: serde::de::Error>(self, bytes: &[u8]) -> Result<Padding, E> {
+                Ok(Padding(bytes.len()))
+            }
+        }
+
+        deserializer.deserialize_bytes(Length)
+    }
 }
 
 /// Monotonic counters of one locality, compared across two waves to detect

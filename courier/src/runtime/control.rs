@@ -79,8 +79,9 @@ impl Locality {
                 count,
                 error,
             } => self.handle_posts_failed(source, origin, at, action, count, error),
-            // Heard already: every frame counts (see `liveness`).
-            Control::Heartbeat => {}
+            // Heard already: every frame counts (see `liveness`). A probe
+            // was sent to be timed, not read (see `probe.rs`).
+            Control::Heartbeat | Control::Probe { .. } => {}
             Control::Gather { .. }
             | Control::Gathered { .. }
             | Control::QuiesceRequest { .. }

@@ -51,17 +51,28 @@ const RUNS_PER_FRAME_SENT: usize = 4;
 /// is to be done, before it looks at its inbox again.
 const WAIT_BLOCK: Duration = Duration::from_micros(200);
 
+/// Where [`Locality::offer_frame`] put a frame.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Handed {
+    /// To the transport, now.
+    Now,
+    /// Into the queue of frames waiting for credit: it leaves later.
+    Later,
+}
+
 impl Locality {
     /// Hands a frame of `kind` to the transport, through the credit window
-    /// of `dest` if its kind needs credit (calls and routed calls).
+    /// of `dest` if its kind needs credit (calls and routed calls); says
+    /// whether it went now or waits for credit.
     pub(super) fn offer_frame(
         &self,
         dest: LocalityId,
         kind: RunKind,
         frame: Vec<u8>,
-    ) -> Result<(), SendError> {
+    ) -> Result<Handed, SendError> {
         if kind == RunKind::Responses || !self.windows.enabled() {
-            return self.transmit(dest, frame);
+            return self.transmit(dest, frame).map(|()| Handed::Now);
         }
         let charge = charge(frame.len() - FRAME_HEADROOM);
         let offer = self
@@ -80,8 +91,9 @@ impl Locality {
             // is a worker of this locality, the credit arrives by its own
             // polling or another worker's.
             self.transport.wake();
+            return Ok(Handed::Later);
         }
-        Ok(())
+        Ok(Handed::Now)
     }
 
     /// `source` gave back `bytes` of credit: what waited for it leaves.

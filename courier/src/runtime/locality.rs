@@ -20,6 +20,7 @@ use super::liveness::Liveness;
 use super::post_failures::PostFailures;
 use super::states::States;
 use super::watchdog::Watchdog;
+use crate::adapt::Calibration;
 use crate::aggregate::{Aggregator, Outbox, Reason};
 use crate::flow::{Ledger, SendWindows};
 use crate::ids::LocalityId;
@@ -71,6 +72,9 @@ pub(crate) struct Locality {
     pub(crate) max_frame_bytes: usize,
     /// Parcels, frames and bytes in and out.
     pub(crate) traffic: Traffic,
+    /// What a frame to each peer costs to send (α and β), from the
+    /// start-up probe and every frame sent since.
+    pub(crate) calibration: Calibration,
     /// When this locality started, for `/runtime/uptime` and counter timestamps.
     pub(crate) started: std::time::Instant,
     /// Coalescing buffers and their flush timer.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::locality::Locality;
 use super::{Runtime, Traffic};
+use crate::adapt::Calibration;
 use crate::aggregate::Aggregator;
 use crate::ids::LocalityId;
 use crate::sched::{Perf, StatsSnapshot};
@@ -106,6 +107,11 @@ impl<'a> Metrics<'a> {
     /// The coalescing buffers' settings and statistics.
     pub(crate) fn coalescing(self) -> &'a Aggregator {
         &self.locality.aggregator
+    }
+
+    /// What a frame to each peer costs to send (α and β).
+    pub(crate) fn calibration(self) -> &'a Calibration {
+        &self.locality.calibration
     }
 }
 

@@ -10,7 +10,9 @@
 //!
 //! - `locality`: one locality's shared state (scheduler, transport,
 //!   pending calls, aggregator); `start`: making it and starting its
-//!   workers; `metrics`: what the counters room reads of it.
+//!   workers; `probe`: timing sends to its peers at start-up (the α-β
+//!   calibration of the `adapt` room); `metrics`: what the counters room
+//!   reads of it.
 //! - `handle`: [`Runtime`], the handle programs hold.
 //! - `send`, `receive`, `respond`: the parcel's way, above; `inbox`:
 //!   received calls waiting to run; `credit`: flow control (the `flow`
@@ -46,6 +48,7 @@ mod locality;
 mod metrics;
 mod monitor;
 mod post_failures;
+mod probe;
 mod receive;
 mod respond;
 mod run_sizes;
@@ -71,6 +74,7 @@ pub(crate) use liveness::LivenessSettings;
 pub(crate) use locality::{Locality, report};
 pub(crate) use metrics::Metrics;
 pub use post_failures::OnPostFailure;
+pub(crate) use probe::CalibrationSettings;
 pub(crate) use start::Settings as LocalitySettings;
 pub(crate) use states::StateMaker;
 pub(crate) use termination::{shut_down_peers, wait_for_quiescence};

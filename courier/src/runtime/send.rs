@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use bytes::Bytes;
 
 use super::Runtime;
+use super::credit::Handed;
 use super::locality::Locality;
 use crate::action::{Action, registry, slot_of};
 use crate::aggregate::Outbox;
@@ -360,13 +361,16 @@ impl Outbox for Locality {
         }
         let ns = clock().delta_as_nanos(start, clock().raw());
         charge_network(ns);
-        if result.is_ok() {
-            sent.add_message(payload, wire, ns);
-            if let Some(slot) = calls {
-                sent.add_calls(slot, count, payload);
-            }
+        let handed = result?;
+        sent.add_message(payload, wire, ns);
+        if let Some(slot) = calls {
+            sent.add_calls(slot, count, payload);
         }
-        result
+        // A frame queued for credit was not sent: its time is no sample.
+        if handed == Handed::Now {
+            self.calibration.record(dest, wire, ns);
+        }
+        Ok(())
     }
 
     fn progress(&self) {

@@ -1,6 +1,7 @@
 //! Starting a locality: making its state, its workers (each holding the
 //! thread-local [`Runtime`] handle), the background work they do for it,
-//! and its flush timer.
+//! its flush timer, and (with peers, on a network transport) the probe of
+//! what its sends cost.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Weak};
@@ -15,9 +16,11 @@ use super::liveness::{Liveness, LivenessSettings};
 use super::locality::{ControlState, Locality, ParcelWork};
 use super::monitor;
 use super::post_failures::{OnPostFailure, PostFailures};
+use super::probe::CalibrationSettings;
 use super::states::{StateMaker, States};
 use super::traffic::Traffic;
 use super::watchdog::Watchdog;
+use crate::adapt::Calibration;
 use crate::aggregate::{Aggregator, Coalescing};
 use crate::flow::{Budget, Ledger, SendWindows};
 use crate::ids::LocalityId;
@@ -83,6 +86,9 @@ pub(crate) struct Settings<'a> {
     pub(crate) join_policy: u64,
     /// Whether adaptive coalescing reports its decisions at INFO.
     pub(crate) print_adapt: bool,
+    /// What sends are assumed to cost, and whether to measure it at
+    /// start-up (`probe.rs`).
+    pub(crate) calibration: CalibrationSettings,
 }
 
 impl Locality {
@@ -105,6 +111,7 @@ impl Locality {
             on_post_failure,
             join_policy,
             print_adapt,
+            calibration,
         } = settings;
         let sched = Scheduler::new(workers);
         sched.set_join_policy(join_policy);
@@ -124,6 +131,7 @@ impl Locality {
             pending: Arc::default(),
             max_frame_bytes,
             traffic: Traffic::default(),
+            calibration: Calibration::new(here, count, calibration.prior),
             started: std::time::Instant::now(),
             aggregator,
             stopping: AtomicBool::new(false),
@@ -161,6 +169,9 @@ impl Locality {
             true
         })?;
         monitor::start(&locality)?;
+        if calibration.probe && count > 1 {
+            locality.probe_send_costs();
+        }
         super::tuning::start_if_adaptive(&locality)?;
         Ok(locality)
     }

@@ -87,6 +87,19 @@ impl<T> Mutex<T> {
         #[cfg(loom)]
         return self.0.lock().unwrap_or_else(|e| e.into_inner());
     }
+
+    /// Takes the lock if it is free now; `None` if another thread holds it.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        #[cfg(not(loom))]
+        return self.0.try_lock();
+        #[cfg(loom)]
+        return match self.0.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+    }
 }
 
 /// A condition variable: parking_lot's, or loom's under loom. Waits take

@@ -12,6 +12,15 @@ use std::time::Duration;
 
 use courier::{Config, TransportKind};
 
+/// The value of the counter called `name` among `values`.
+pub fn value(values: &[courier::counters::CounterValue], name: &str) -> f64 {
+    values
+        .iter()
+        .find(|v| v.name == name)
+        .unwrap_or_else(|| panic!("no {name} in {values:?}"))
+        .value
+}
+
 /// A TCP job of `n` processes for the test function `name`.
 pub fn tcp(name: &str, n: u32) -> Config {
     Config::new()
