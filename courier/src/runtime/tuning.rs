@@ -10,9 +10,10 @@
 //!
 //! What it measures, per action: Q (call parcels a second, posts and
 //! calls) and S (bytes of arguments a parcel) from the traffic counters;
-//! for the locality: α, the mean time to send a frame, and the cost of a
-//! parcel, background time (sending and receiving) per parcel sent and
-//! received. Callers waiting on results are not told apart from posts
+//! for the locality: α, the fixed cost of a frame from the α-β
+//! calibration of its sends (`adapt/calibration.rs`: the start-up probe,
+//! then the traffic; the mean over its peers), and the cost of a parcel,
+//! background time (sending and receiving) per parcel sent and received. Callers waiting on results are not told apart from posts
 //! yet (κ of posts for all traffic): a caller with nothing else to do
 //! has its buffers flushed by its idle worker, whatever the setting.
 //!
@@ -31,8 +32,9 @@ use crate::adapt::{Epoch, Machine, Traffic, Tuner};
 /// guess, tune me.
 pub(crate) const EPOCH: Duration = Duration::from_millis(10);
 
-/// α before any frame was timed: loopback TCP's cost of a message on the
-/// machine of BENCHMARKS.md (≈ 7 µs a round trip, a few µs to send).
+/// α when the calibration has none yet and no frame was timed: loopback
+/// TCP's cost of a message on the machine of BENCHMARKS.md (≈ 7 µs a
+/// round trip, a few µs to send).
 const PRIOR_ALPHA_NS: f64 = 5_000.0;
 
 /// Starts the tuning loop of `locality` if one of its actions is adaptive
@@ -100,7 +102,9 @@ fn run(weak: &Weak<Locality>) {
         let now = Reading::take(&l);
         let seconds = now.at.duration_since(last.at).as_secs_f64().max(1e-6);
         let messages = now.messages.saturating_sub(last.messages);
-        if messages > 0 {
+        if let Some(cost) = l.calibration.mean() {
+            alpha_ns = cost.alpha_ns;
+        } else if messages > 0 {
             alpha_ns = now.send_ns.saturating_sub(last.send_ns) as f64 / messages as f64;
         }
         let machine = Machine { alpha_ns };
