@@ -145,7 +145,8 @@ pub(crate) struct SendCost {
 /// benchmark machine (2-core VM): `/network/time/alpha` and `beta` of
 /// locality 0 after the 400 one-at-a-time calls of 16 B to 64 KiB of
 /// `tests/calibration.rs`, median of 10 runs (α 6.3 µs, range 4.7-13.5;
-/// β 0.11 ns/B, range 0.07-0.23). A job over TCP replaces it by its
+/// β 0.11 ns/B, range 0.07-0.23; 10 runs on a quieter machine: α 4.9-5.4
+/// µs, β 0.068-0.086 ns/B). A job over TCP replaces it by its
 /// start-up probe within milliseconds; it stands for a peer only until
 /// then, or if every probe failed.
 pub(crate) const TCP_PRIOR: SendCost = SendCost {

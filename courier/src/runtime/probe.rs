@@ -25,10 +25,12 @@
 //!
 //! # What it costs
 //!
-//! Over loopback TCP on the benchmark machine, about 0.2 ms per peer
-//! (10 small and 10 large `write`s). A locality probes the next peers in
-//! rank order (`here + 1`, `here + 2`, ... wrapping), so that every
-//! locality receives as many probes as it sends, until it probed
+//! Over loopback TCP on the benchmark machine, 0.25-0.3 ms for one peer
+//! (10 small and 10 large `write`s), 0.6-1.6 ms for 3 and 1.3-4.2 ms for
+//! 7 when 4 or 8 processes share its 2 cores (BENCHMARKS.md). A locality
+//! probes the next peers in rank order (`here + 1`, `here + 2`, ...
+//! wrapping), so that every locality receives as many probes as it
+//! sends, until it probed
 //! [`MAX_PEERS`] peers or [`BUDGET`] ran out; the peers left get the mean
 //! of the probed ones as their prior (same transport, usually the same
 //! kind of link) and are refined by the traffic. A job of one locality,
