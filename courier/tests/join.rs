@@ -129,10 +129,13 @@ fn adaptive_inlining_forks_costly_children_and_inlines_cheap_ones() {
         let lambda = counter(&rt, "/par{locality#0/total}/parameter/lambda-min");
         assert!(overhead > 0.0, "the overhead is measured before main runs");
         let threshold = Duration::from_nanos((overhead * lambda) as u64);
-        // Cheap: 1,023 joins of empty leaves; the second run knows them.
-        tree(10, &|| {});
+        // Cheap: 127 joins of empty leaves (a top child of 63 joins takes
+        // a few µs even in a debug build on a loaded machine, a tenth of
+        // the threshold; 1,023 came near it there and forked twice); the
+        // second run knows them.
+        tree(7, &|| {});
         let before = forks(&rt);
-        tree(10, &|| {});
+        tree(7, &|| {});
         let cheap = forks(&rt) - before;
         // Costly: every leaf takes twice the threshold, so every join's
         // second closure is worth a task.
