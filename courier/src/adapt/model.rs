@@ -55,6 +55,18 @@ pub(crate) struct Traffic {
 pub(crate) const KAPPA_POSTS: f64 = 1e-4;
 
 impl Traffic {
+    /// This traffic moved `weight` (0 to 1) of the way towards `other`:
+    /// a step of a moving or a running mean.
+    pub(crate) fn toward(&self, other: &Traffic, weight: f64) -> Traffic {
+        let step = |a: f64, b: f64| a + (b - a) * weight;
+        Traffic {
+            parcels_per_s: step(self.parcels_per_s, other.parcels_per_s),
+            bytes_per_parcel: step(self.bytes_per_parcel, other.bytes_per_parcel),
+            awaited: step(self.awaited, other.awaited),
+            in_flight: step(self.in_flight, other.in_flight),
+        }
+    }
+
     /// κ, the cost of one second of delay of one parcel in seconds: 1 per
     /// awaited call shared among the calls in flight, [`KAPPA_POSTS`] for
     /// the rest.

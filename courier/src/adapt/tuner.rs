@@ -250,13 +250,7 @@ impl Tuner {
             Some(phase) if !PhaseChange::between(&phase, now) => {
                 // Alike: the phase goes on; its mean follows slow drift.
                 self.candidate = None;
-                let mean = |a: f64, b: f64| a + (b - a) / f64::from(PHASE_MEAN_EPOCHS);
-                self.phase = Some(Traffic {
-                    parcels_per_s: mean(phase.parcels_per_s, now.parcels_per_s),
-                    bytes_per_parcel: mean(phase.bytes_per_parcel, now.bytes_per_parcel),
-                    awaited: mean(phase.awaited, now.awaited),
-                    in_flight: mean(phase.in_flight, now.in_flight),
-                });
+                self.phase = Some(phase.toward(now, 1.0 / f64::from(PHASE_MEAN_EPOCHS)));
             }
             phase => {
                 // Unlike the phase (or the first traffic): a candidate for
@@ -265,15 +259,7 @@ impl Tuner {
                 // the traffic is outweighed by the others).
                 let (mut mean, mut count) = self.candidate.unwrap_or((*now, 0));
                 count += 1;
-                if count > 1 {
-                    let add = |a: f64, b: f64| a + (b - a) / f64::from(count);
-                    mean = Traffic {
-                        parcels_per_s: add(mean.parcels_per_s, now.parcels_per_s),
-                        bytes_per_parcel: add(mean.bytes_per_parcel, now.bytes_per_parcel),
-                        awaited: add(mean.awaited, now.awaited),
-                        in_flight: add(mean.in_flight, now.in_flight),
-                    };
-                }
+                mean = mean.toward(now, 1.0 / f64::from(count));
                 self.candidate = Some((mean, count));
                 let confirm = match phase {
                     Some(phase) if now.parcels_per_s < phase.parcels_per_s => CONFIRM_SLOWER_EPOCHS,
@@ -442,6 +428,24 @@ mod tests {
             .collect()
     }
 
+    /// Runs `epochs` epochs of `traffic` whose cost per parcel is
+    /// `cost(epoch, parcels a message in force)`; returns the decisions.
+    fn run_costing(
+        tuner: &mut Tuner,
+        traffic: Traffic,
+        epochs: u64,
+        cost: impl Fn(u64, f64) -> f64,
+    ) -> Vec<Decision> {
+        (0..epochs)
+            .filter_map(|i| {
+                let mut e = epoch(traffic, tuner.in_force(), 0.0, 0.0, i);
+                let n = count(tuner.in_force()).map_or(1.0, |p| f64::from(p.num_parcels));
+                e.cost_ns_per_parcel = cost(i, n);
+                tuner.observe(&e, &MACHINE)
+            })
+            .collect()
+    }
+
     #[test]
     fn it_settles_in_at_most_three_decisions_and_then_makes_none() {
         let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
@@ -462,24 +466,13 @@ mod tests {
         // A cost that rises with n beyond the model's: what α missed is
         // a cost of large messages (cache misses in a receiver).
         let traffic = posts(3e6, 8.0);
-        let mut decisions = Vec::new();
-        for i in 0..20 {
-            let mut e = epoch(traffic, tuner.in_force(), 0.0, 0.0, i);
-            let n = count(tuner.in_force()).map_or(1.0, |p| f64::from(p.num_parcels));
-            e.cost_ns_per_parcel = 20.0 + n / 100.0;
-            decisions.extend(tuner.observe(&e, &MACHINE));
-        }
+        let decisions = run_costing(&mut tuner, traffic, 20, |_, n| 20.0 + n / 100.0);
         assert_eq!(decisions.len(), 3, "{decisions:?}");
         assert!(matches!(decisions[2].reason, Reason::Revert { .. }));
         assert_eq!(decisions[2].setting, decisions[0].setting);
         // A flat cost: the larger setting stays.
         let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
-        let mut decisions = Vec::new();
-        for i in 0..20 {
-            let mut e = epoch(traffic, tuner.in_force(), 0.0, 0.0, i);
-            e.cost_ns_per_parcel = 30.0;
-            decisions.extend(tuner.observe(&e, &MACHINE));
-        }
+        let decisions = run_costing(&mut tuner, traffic, 20, |_, _| 30.0);
         assert_eq!(decisions.len(), 2, "{decisions:?}");
     }
 
@@ -489,12 +482,9 @@ mod tests {
         // each setting would often compare 18 ns with 42.
         let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         let traffic = posts(3e6, 8.0);
-        let mut decisions = Vec::new();
-        for i in 0..40 {
-            let mut e = epoch(traffic, tuner.in_force(), 0.0, 0.0, i);
-            e.cost_ns_per_parcel = if i % 2 == 0 { 18.0 } else { 42.0 };
-            decisions.extend(tuner.observe(&e, &MACHINE));
-        }
+        let decisions = run_costing(&mut tuner, traffic, 40, |i, _| {
+            if i % 2 == 0 { 18.0 } else { 42.0 }
+        });
         assert_eq!(decisions.len(), 2, "{decisions:?}");
         assert!(
             matches!(decisions[1].reason, Reason::TryLarger { cost_ns_per_parcel } if cost_ns_per_parcel == 30.0)
