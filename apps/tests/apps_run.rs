@@ -68,6 +68,25 @@ fn shown(exe: &str, args: &[&str], out: &Output) -> String {
     )
 }
 
+/// Runs the app `exe` with `args` as [`run`] does and asserts that it
+/// succeeded; returns its output and [`shown`].
+fn run_ok(exe: &str, args: &[&str]) -> (Output, String) {
+    let out = run(exe, args);
+    let shown = shown(exe, args, &out);
+    assert!(out.status.success(), "exit status {}: {shown}", out.status);
+    (out, shown)
+}
+
+impl Output {
+    /// The lines of standard output that start with `prefix`.
+    fn lines_starting(&self, prefix: &str) -> Vec<&str> {
+        self.stdout
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .collect()
+    }
+}
+
 /// Like [`run`], with the variables `env` set.
 fn run_with(exe: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     let what = format!("{exe} {}", args.join(" "));
@@ -106,14 +125,8 @@ fn assert_clean(exe: &str, args: &[&str], clean: &[&str]) {
             .chain(transport)
             .copied()
             .collect();
-        let out = run(exe, &args);
-        let shown = shown(exe, &args, &out);
-        assert!(out.status.success(), "exit status {}: {shown}", out.status);
-        let runs: Vec<&str> = out
-            .stdout
-            .lines()
-            .filter(|l| l.starts_with("run "))
-            .collect();
+        let (out, shown) = run_ok(exe, &args);
+        let runs = out.lines_starting("run ");
         assert!(!runs.is_empty(), "no `run N:` line: {shown}");
         for line in runs {
             for key in clean {
@@ -281,14 +294,8 @@ fn pingpong_latency_only_times_both_patterns_under_the_configured_coalescing() {
         .chain(transport)
         .copied()
         .collect();
-        let out = run(exe, &args);
-        let shown = shown(exe, &args, &out);
-        assert!(out.status.success(), "exit status {}: {shown}", out.status);
-        let phases: Vec<&str> = out
-            .stdout
-            .lines()
-            .filter(|l| l.starts_with("phase "))
-            .collect();
+        let (out, shown) = run_ok(exe, &args);
+        let phases = out.lines_starting("phase ");
         assert_eq!(phases.len(), 2, "{shown}");
         for (line, pattern) in phases.iter().zip(["back_to_back", "sparse"]) {
             let words: Vec<&str> = line.split_whitespace().collect();
