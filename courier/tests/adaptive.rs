@@ -83,7 +83,9 @@ fn exactly_once(config: Config, run: u64, per_phase: u64) {
         max_bytes: 8192,
         // The start (the default count policy within these bounds: 1,000
         // parcels) is above what 8 KiB of these parcels allow: the first
-        // phase's setting differs from it, whatever α and the rate are.
+        // phase's setting differs from it, whatever α and the rate are
+        // (and its 100 µs timer sends a dozen parcels of the first phase
+        // a message, far below the model's count).
         max_parcels: 1000,
     };
     let config = config.coalescing(Coalescing::Adaptive(bounds));
@@ -118,6 +120,14 @@ fn exactly_once(config: Config, run: u64, per_phase: u64) {
             let bytes = counter(&rt, l, "/coalescing/parameter/max-bytes", "tally").await;
             assert!(parcels <= 1000.0, "locality {l}: num_parcels {parcels}");
             assert!(bytes <= 8192.0, "locality {l}: max_bytes {bytes}");
+            // The model's inputs of the last epoch with traffic: posts of
+            // a few bytes to 200 of arguments (encoded), which tolerate delay.
+            let q = counter(&rt, l, "/adapt/model/parcel-rate", "tally").await;
+            let size = counter(&rt, l, "/adapt/model/parcel-size", "tally").await;
+            let kappa = counter(&rt, l, "/adapt/model/kappa", "tally").await;
+            assert!(q > 0.0, "locality {l}: Q = {q}");
+            assert!((1.0..=250.0).contains(&size), "locality {l}: S = {size}");
+            assert!(kappa > 0.0 && kappa < 0.1, "locality {l}: κ = {kappa}");
         }
         assert!(decisions >= 1.0, "no tuner changed a setting");
         Ok(())

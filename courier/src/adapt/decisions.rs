@@ -1,15 +1,27 @@
-//! What a locality's tuning did: whether its loop runs, and the
-//! decisions made for each action (`/adapt/count/decisions@ACTION`).
+//! What a locality's tuning did: whether its loop runs, the decisions
+//! made for each action (`/adapt/count/decisions@ACTION`) and the model's
+//! inputs it last measured (`/adapt/model/*@ACTION`).
 
 use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The tuning of one locality: whether its loop runs, and the decisions
-/// made for each action.
+use super::model::Traffic;
+
+/// The model's inputs last measured for one action, as `f64` bits.
+#[derive(Debug, Default)]
+struct Inputs {
+    parcels_per_s: AtomicU64,
+    bytes_per_parcel: AtomicU64,
+    kappa: AtomicU64,
+}
+
+/// The tuning of one locality: whether its loop runs, the decisions made
+/// for each action and the model's inputs.
 #[derive(Debug)]
 pub(crate) struct Tuning {
     started: Once,
     decisions: Box<[AtomicU64]>,
+    inputs: Box<[Inputs]>,
     /// Whether decisions are reported at INFO (`Config::print_adapt`).
     print: bool,
 }
@@ -21,6 +33,7 @@ impl Tuning {
         Tuning {
             started: Once::new(),
             decisions: (0..actions).map(|_| AtomicU64::new(0)).collect(),
+            inputs: (0..actions).map(|_| Inputs::default()).collect(),
             print,
         }
     }
@@ -55,5 +68,30 @@ impl Tuning {
                 .map(|d| d.load(Ordering::Relaxed))
                 .sum(),
         }
+    }
+
+    /// Records the traffic of the action in `slot` measured in the last
+    /// epoch.
+    pub(crate) fn record_inputs(&self, slot: usize, traffic: &Traffic) {
+        if let Some(i) = self.inputs.get(slot) {
+            let store = |a: &AtomicU64, v: f64| a.store(v.to_bits(), Ordering::Relaxed);
+            store(&i.parcels_per_s, traffic.parcels_per_s);
+            store(&i.bytes_per_parcel, traffic.bytes_per_parcel);
+            store(&i.kappa, traffic.kappa());
+        }
+    }
+
+    /// The model's inputs last measured for the action in `slot`: Q
+    /// (parcels a second), S (bytes a parcel) and κ; zeros before the
+    /// first epoch of an adaptive setting.
+    pub(crate) fn inputs(&self, slot: usize) -> (f64, f64, f64) {
+        self.inputs.get(slot).map_or((0.0, 0.0, 0.0), |i| {
+            let load = |a: &AtomicU64| f64::from_bits(a.load(Ordering::Relaxed));
+            (
+                load(&i.parcels_per_s),
+                load(&i.bytes_per_parcel),
+                load(&i.kappa),
+            )
+        })
     }
 }

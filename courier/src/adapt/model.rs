@@ -137,6 +137,19 @@ pub(crate) fn count_policy(parcels: f64, traffic: &Traffic, bounds: &Bounds) -> 
     }
 }
 
+/// The parcels a buffer under `policy` holds when it leaves, for
+/// `traffic`: its count, or fewer when the timer (the first parcel waited
+/// the interval) or the byte bound sends it first. The default's 100 µs
+/// sends 300 parcels of a 3 M/s stream, not 4,096.
+pub(crate) fn parcels_held(policy: &CountPolicy, traffic: &Traffic) -> f64 {
+    let by_timer = traffic.parcels_per_s.max(0.0) * policy.interval_us as f64 * 1e-6;
+    let by_bytes = policy.max_bytes as f64 / traffic.bytes_per_parcel.max(1.0);
+    f64::from(policy.num_parcels)
+        .min(by_timer)
+        .min(by_bytes)
+        .max(1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,6 +179,26 @@ mod tests {
         let cost = |n: f64| 7_000.0 / n + KAPPA_POSTS * n / (2.0 * q);
         assert!(cost(n) < cost(n * 1.1) && cost(n) < cost(n / 1.1));
         assert!(n < 2.0 * q * 7_000.0 / KAPPA_POSTS);
+    }
+
+    #[test]
+    fn a_buffer_leaves_at_its_count_its_timer_or_its_bytes_whichever_first() {
+        let policy = CountPolicy {
+            num_parcels: 4096,
+            interval_us: 100,
+            max_bytes: 16 << 10,
+            ..CountPolicy::DEFAULT
+        };
+        // 3 M/s: 300 parcels arrive in 100 µs.
+        assert!((parcels_held(&policy, &posts(3e6)) - 300.0).abs() < 1e-6);
+        // 100 M/s of 8 bytes: 16 KiB hold 2,048.
+        assert_eq!(parcels_held(&policy, &posts(1e8)), 2048.0);
+        let slow_timer = CountPolicy {
+            interval_us: 10_000,
+            max_bytes: 64 << 10,
+            ..policy
+        };
+        assert_eq!(parcels_held(&slow_timer, &posts(1e8)), 4096.0);
     }
 
     #[test]

@@ -10,7 +10,11 @@
 //! skipped. In each phase the tuner makes at most three decisions:
 //!
 //! 1. the model's setting (`model.rs`, `n* = √(2Qα/κ)` within the bounds),
-//!    unless the one in force is close to it;
+//!    unless the one in force is close to it, or the traffic tolerates
+//!    delay and the one in force sends buffers of `n*` to `4n*` parcels
+//!    already (counting what its timer cuts short: `parcels_held`): the
+//!    range the next step searches, entered from its cheap side; moving
+//!    down to `n*` first would cost a short phase its dearest trial;
 //! 2. for traffic that tolerates delay (posts, many calls in flight), four
 //!    times as many parcels a message, to see whether the model's α
 //!    undervalued a message (a receiver's cost per message, cache effects:
@@ -27,7 +31,9 @@
 
 use std::fmt;
 
-use super::model::{Bounds, Machine, Traffic, best_parcels_per_message, count_policy};
+use super::model::{
+    Bounds, Machine, Traffic, best_parcels_per_message, count_policy, parcels_held,
+};
 use crate::aggregate::Coalescing;
 
 /// What one epoch of counters says of one action towards one destination.
@@ -101,6 +107,10 @@ pub(crate) const PHASE_MEAN_EPOCHS: u32 = 8;
 /// more than this fraction: within it, the difference is the noise of
 /// this machine (±5 % run to run, BENCHMARKS.md).
 pub(crate) const TOLERANCE: f64 = 0.05;
+
+/// How many times the model's parcels a message the tuner tries for
+/// traffic that tolerates delay.
+const LARGER: f64 = 4.0;
 
 /// κ at or above which traffic counts as latency-bound: the tuner then
 /// trusts the model and does not try larger messages. A call awaited with
@@ -287,7 +297,7 @@ impl Tuner {
                     return None;
                 }
                 let larger = Coalescing::Count(count_policy(
-                    f64::from(policy.num_parcels) * 4.0,
+                    f64::from(policy.num_parcels) * LARGER,
                     &epoch.traffic,
                     &self.bounds,
                 ));
@@ -332,6 +342,14 @@ impl Tuner {
             Coalescing::Count(count_policy(n, traffic, &self.bounds))
         };
         self.step = Step::Measure { model };
+        if traffic.kappa() < LATENCY_BOUND_KAPPA && self.holds_between(traffic, n, n * LARGER) {
+            // Already where the search would end, on the cheap side of
+            // the optimum: moving down to the model's count first would
+            // cost the phase its most expensive trial.
+            self.step = Step::Settled;
+            self.samples = Samples::default();
+            return None;
+        }
         if !differs(&model, &self.in_force) {
             self.samples = Samples::default();
             return None;
@@ -345,6 +363,18 @@ impl Tuner {
                 alpha_ns: machine.alpha_ns,
             },
         )
+    }
+
+    /// Whether the setting in force sends buffers of between `low` and
+    /// `high` parcels of `traffic` (within the tolerance of [`differs`]).
+    fn holds_between(&self, traffic: &Traffic, low: f64, high: f64) -> bool {
+        let Coalescing::Count(policy) = self.in_force else {
+            return false;
+        };
+        let held = parcels_held(&policy, traffic);
+        policy.max_bytes <= self.bounds.max_bytes
+            && policy.num_parcels <= self.bounds.max_parcels
+            && (low * 0.8..=high * 1.25).contains(&held)
     }
 
     fn decide(&mut self, setting: Coalescing, reason: Reason) -> Option<Decision> {
@@ -595,6 +625,45 @@ mod tests {
         let decisions = run(&mut tuner, lone, 0.0, 0.0, 30);
         assert_eq!(decisions.len(), 1, "{decisions:?}");
         assert_eq!(tuner.in_force(), Coalescing::Off);
+    }
+
+    #[test]
+    fn a_setting_already_between_the_model_and_four_times_it_is_kept() {
+        // 3 M posts/s: n* = 648. 2,000 parcels a message with a timer
+        // long enough to fill them: within [n*, 4n*], no decision.
+        let within = Coalescing::Count(CountPolicy {
+            num_parcels: 2_000,
+            interval_us: 10_000,
+            ..CountPolicy::DEFAULT
+        });
+        let mut tuner = Tuner::new(within, AdaptivePolicy::DEFAULT.into());
+        assert!(run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 50).is_empty());
+        // The same count under a 100 µs timer sends 300 parcels: below n*.
+        let cut = Coalescing::Count(CountPolicy {
+            num_parcels: 2_000,
+            interval_us: 100,
+            ..CountPolicy::DEFAULT
+        });
+        let mut tuner = Tuner::new(cut, AdaptivePolicy::DEFAULT.into());
+        let decisions = run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 50);
+        assert!(
+            matches!(decisions[0].reason, Reason::NewPhase { .. }),
+            "{decisions:?}"
+        );
+        // Far above 4n*, or for awaited calls, the model's setting.
+        let mut tuner = Tuner::new(within, AdaptivePolicy::DEFAULT.into());
+        let decisions = run(&mut tuner, posts(3e5, 8.0), 0.0, 0.0, 50);
+        assert!(
+            matches!(decisions[0].reason, Reason::NewPhase { .. }),
+            "{decisions:?}"
+        );
+        let awaited = Traffic {
+            awaited: 1.0,
+            in_flight: 100.0,
+            ..posts(3e6, 8.0)
+        };
+        let mut tuner = Tuner::new(within, AdaptivePolicy::DEFAULT.into());
+        assert!(!run(&mut tuner, awaited, 0.0, 0.0, 50).is_empty());
     }
 
     #[test]

@@ -452,6 +452,18 @@ macro_rules! parameter_counter {
     };
 }
 
+/// One of the adaptive-coalescing model's inputs last measured for
+/// `@ACTION`: `|q, s, kappa| value`.
+macro_rules! model_counter {
+    ($name:literal, $unit:literal, $help:literal, |$q:ident, $size:ident, $kappa:ident| $value:expr) => {
+        parameterized_counter!($name, $unit, $help, Action, |s, params| {
+            let action = params.ok_or("needs @ACTION")?;
+            let ($q, $size, $kappa) = s.metrics.adapt_inputs(action_slot(action)?);
+            Ok(Raw::Gauge($value))
+        })
+    };
+}
+
 /// A `/network/time` counter: the α-β fit of this locality's sends to the
 /// peer `@locality#N`, or (without it) the mean over its peers.
 macro_rules! send_cost_counter {
@@ -480,6 +492,24 @@ pub(crate) static TYPES: &[CounterType] = &[
         "",
         "settings the adaptive-coalescing tuner of this locality put in force (at most three per phase of the traffic); @ACTION: of that action",
         |s, slot| Raw::Count(s.metrics.adapt_decisions(slot))
+    ),
+    model_counter!(
+        "/adapt/model/kappa",
+        "",
+        "kappa, the latency tolerance the adaptive-coalescing model assumed for @ACTION in its last epoch: the cost of delaying a parcel by one second, in seconds",
+        |_q, _s, kappa| kappa
+    ),
+    model_counter!(
+        "/adapt/model/parcel-rate",
+        "1/s",
+        "Q, the parcels of @ACTION this locality sent per second in the adaptive-coalescing tuner's last epoch with traffic",
+        |q, _s, _kappa| q
+    ),
+    model_counter!(
+        "/adapt/model/parcel-size",
+        "B",
+        "S, the mean bytes of arguments of a parcel of @ACTION in the adaptive-coalescing tuner's last epoch with traffic",
+        |_q, size, _kappa| size
     ),
     coalescing_counter!(
         "/coalescing/count/average-parcels-per-message",

@@ -94,6 +94,12 @@ impl<'a> Metrics<'a> {
         self.locality.tuning.decisions(slot)
     }
 
+    /// The adaptive-coalescing model's inputs last measured for the action
+    /// in registry slot `slot`: (Q, S, κ).
+    pub(crate) fn adapt_inputs(self, slot: usize) -> (f64, f64, f64) {
+        self.locality.tuning.inputs(slot)
+    }
+
     /// Tasks that ran past the watchdog's threshold, ever.
     pub(crate) fn long_running_tasks(self) -> u64 {
         self.locality.watchdog.long_running()

@@ -136,6 +136,9 @@ fn run(weak: &Weak<Locality>) {
                 parcels: sent,
                 cost_ns_per_parcel,
             };
+            if sent > 0 {
+                l.tuning.record_inputs(slot, &epoch.traffic);
+            }
             if let Some(decision) = tuner.observe(&epoch, &machine) {
                 l.aggregator.tune(&*l, slot, decision.setting);
                 l.tuning.count_decision(slot);
