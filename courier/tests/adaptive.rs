@@ -78,7 +78,10 @@ async fn counter(rt: &Runtime, l: u32, name: &str, param: &str) -> f64 {
     set.evaluate(false).await.unwrap()[0].value
 }
 
-fn exactly_once(config: Config, run: u64, per_phase: u64) {
+/// Runs the storms under adaptive coalescing with bounds of 8 KiB and
+/// 1,000 parcels a buffer, and a credit window of `window` bytes (`None`:
+/// the default); checks every post ran once and the settings in force.
+fn exactly_once(config: Config, run: u64, per_phase: u64, window: Option<usize>) {
     let bounds = AdaptivePolicy {
         max_bytes: 8192,
         // The start (the default count policy within these bounds: 1,000
@@ -88,7 +91,13 @@ fn exactly_once(config: Config, run: u64, per_phase: u64) {
         // a message, far below the model's count).
         max_parcels: 1000,
     };
-    let config = config.coalescing(Coalescing::Adaptive(bounds));
+    let mut config = config.coalescing(Coalescing::Adaptive(bounds));
+    // A tuned buffer holds at most a quarter of the credit window.
+    let mut max_bytes = 8192.0;
+    if let Some(window) = window {
+        config = config.credit_window(window);
+        max_bytes = f64::min(max_bytes, (window / 4) as f64);
+    }
     courier::launch(config, move |rt| async move {
         let n = rt.num_localities();
         let storms: Vec<_> = rt
@@ -119,7 +128,7 @@ fn exactly_once(config: Config, run: u64, per_phase: u64) {
             let parcels = counter(&rt, l, "/coalescing/parameter/num-parcels", "tally").await;
             let bytes = counter(&rt, l, "/coalescing/parameter/max-bytes", "tally").await;
             assert!(parcels <= 1000.0, "locality {l}: num_parcels {parcels}");
-            assert!(bytes <= 8192.0, "locality {l}: max_bytes {bytes}");
+            assert!(bytes <= max_bytes, "locality {l}: max_bytes {bytes}");
             // The model's inputs of the last epoch with traffic: posts of
             // a few bytes to 200 of arguments (encoded), which tolerate delay.
             let q = counter(&rt, l, "/adapt/model/parcel-rate", "tally").await;
@@ -137,12 +146,13 @@ fn exactly_once(config: Config, run: u64, per_phase: u64) {
 
 #[test]
 fn adaptive_exactly_once_inproc() {
-    exactly_once(common::inproc(3).workers(2), 1, 20_000);
+    // A window of 16 KiB: buffers of at most 4 KiB.
+    exactly_once(common::inproc(3).workers(2), 1, 20_000, Some(16 << 10));
 }
 
 #[test]
 fn adaptive_exactly_once_tcp() {
-    exactly_once(common::tcp("adaptive_exactly_once_tcp", 2), 2, 20_000);
+    exactly_once(common::tcp("adaptive_exactly_once_tcp", 2), 2, 20_000, None);
 }
 
 /// The MPI case of this file and the sizes it runs at.
@@ -155,7 +165,7 @@ fn under_mpirun() {
 #[test]
 #[ignore = "an MPI case: run by under_mpirun"]
 fn mpi_adaptive_exactly_once() {
-    exactly_once(common::mpi(), 3, 20_000);
+    exactly_once(common::mpi(), 3, 20_000, None);
 }
 
 #[test]

@@ -32,5 +32,5 @@ mod tuner;
 
 pub(crate) use calibration::{Calibration, INPROC_PRIOR, MPI_PRIOR, SendCost, TCP_PRIOR};
 pub(crate) use decisions::Tuning;
-pub(crate) use model::{Machine, Traffic};
+pub(crate) use model::{Bounds, Machine, Traffic};
 pub(crate) use tuner::{Epoch, Tuner};

@@ -87,7 +87,7 @@ pub(crate) struct Machine {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Bounds {
     /// Bytes a buffer may hold (memory per destination, and within the
-    /// credit the destination grants: a full buffer must fit in it).
+    /// credit the destination grants: see [`Bounds::within_credit`]).
     pub(crate) max_bytes: usize,
     /// Parcels a message may hold.
     pub(crate) max_parcels: u32,
@@ -99,6 +99,23 @@ impl From<AdaptivePolicy> for Bounds {
             max_bytes: p.max_bytes,
             max_parcels: p.max_parcels,
         }
+    }
+}
+
+/// A tuned buffer holds at most this fraction of the destination's
+/// credit window: the target gives credit back a quarter window at a
+/// time, so a buffer of a quarter window leaves once that much is back.
+const WINDOW_FRACTION: usize = 4;
+
+impl Bounds {
+    /// These bounds within a credit window of `window` bytes per origin
+    /// (0: flow control off, no bound): at most a quarter of it a buffer.
+    pub(crate) fn within_credit(self, window: usize) -> Bounds {
+        let max_bytes = match window {
+            0 => self.max_bytes,
+            w => self.max_bytes.min((w / WINDOW_FRACTION).max(1)),
+        };
+        Bounds { max_bytes, ..self }
     }
 }
 
@@ -179,6 +196,21 @@ mod tests {
         let cost = |n: f64| 7_000.0 / n + KAPPA_POSTS * n / (2.0 * q);
         assert!(cost(n) < cost(n * 1.1) && cost(n) < cost(n / 1.1));
         assert!(n < 2.0 * q * 7_000.0 / KAPPA_POSTS);
+    }
+
+    #[test]
+    fn a_tuned_buffer_holds_at_most_a_quarter_of_the_credit_window() {
+        let bounds = Bounds {
+            max_bytes: 64 << 10,
+            max_parcels: 16_384,
+        };
+        assert_eq!(bounds.within_credit(0), bounds, "flow control off");
+        assert_eq!(bounds.within_credit(4 << 20), bounds, "the default window");
+        let small = bounds.within_credit(64 << 10);
+        assert_eq!(small.max_bytes, 16 << 10);
+        assert_eq!(small.max_parcels, 16_384);
+        let p = count_policy(1e9, &posts(1e8), &small);
+        assert!(p.max_bytes <= 16 << 10 && f64::from(p.num_parcels) * 8.0 <= 16_384.0);
     }
 
     #[test]

@@ -132,7 +132,7 @@ pub struct BytePolicy {
 
 /// Adaptive coalescing: each locality's tuner sets the count policy of
 /// the action from the traffic it measures (rate and size of parcels,
-/// the cost of a message, whether callers wait), at most three times
+/// the cost of a message), at most three times
 /// per phase of the traffic and never while it is steady. It starts
 /// from the default count policy. Text form: `adaptive` or
 /// `adaptive:max_bytes=B,max_parcels=N`.
@@ -147,7 +147,10 @@ pub struct BytePolicy {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdaptivePolicy {
-    /// Bytes a buffer may hold at most (per destination and worker).
+    /// Bytes a buffer may hold at most (per destination and worker). The
+    /// tuner also keeps a buffer within a quarter of the destination's
+    /// credit window (`Config::credit_window`), the credit a target gives
+    /// back at a time.
     pub max_bytes: usize,
     /// Parcels a message may hold at most.
     pub max_parcels: u32,

@@ -24,7 +24,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::locality::{Locality, report};
-use crate::adapt::{Epoch, Machine, Traffic, Tuner};
+use crate::adapt::{Bounds, Epoch, Machine, Traffic, Tuner};
 
 /// The time between two looks at the counters. Long enough for an epoch
 /// of a busy action to hold thousands of parcels, short enough that three
@@ -118,7 +118,8 @@ fn run(weak: &Weak<Locality>) {
                 continue;
             };
             let tuner = tuner.get_or_insert_with(|| {
-                Tuner::new(l.aggregator.default_setting(slot), bounds.into())
+                let bounds = Bounds::from(bounds).within_credit(l.windows.window());
+                Tuner::new(l.aggregator.default_setting(slot), bounds)
             });
             let (Some(&(p1, b1)), Some(&(p0, b0))) =
                 (now.actions.get(slot), last.actions.get(slot))
