@@ -90,6 +90,7 @@ fn exactly_once(config: Config, run: u64, per_phase: u64, window: Option<usize>)
         // (and its 100 µs timer sends a dozen parcels of the first phase
         // a message, far below the model's count).
         max_parcels: 1000,
+        kappa: None,
     };
     let mut config = config.coalescing(Coalescing::Adaptive(bounds));
     // A tuned buffer holds at most a quarter of the credit window.
@@ -178,9 +179,19 @@ fn adaptive_parses_prints_and_checks_its_bounds() {
         b,
         Coalescing::Adaptive(AdaptivePolicy {
             max_bytes: 4096,
-            max_parcels: 100
+            max_parcels: 100,
+            kappa: None,
         })
     );
+    let c: Coalescing = "adaptive:kappa=0.5".parse().unwrap();
+    assert_eq!(
+        c,
+        Coalescing::Adaptive(AdaptivePolicy {
+            kappa: Some(0.5),
+            ..AdaptivePolicy::DEFAULT
+        })
+    );
+    assert_eq!(c.to_string().parse::<Coalescing>().unwrap(), c);
     for bad in [
         "adaptive:max_parcels=0",
         "adaptive:max_bytes=10",
@@ -188,5 +199,14 @@ fn adaptive_parses_prints_and_checks_its_bounds() {
     ] {
         let err = bad.parse::<Coalescing>().unwrap_err();
         assert!(err.contains("max_"), "{bad}: {err}");
+    }
+    for bad in [
+        "adaptive:kappa=0",
+        "adaptive:kappa=-1",
+        "adaptive:kappa=inf",
+        "adaptive:kappa=x",
+    ] {
+        let err = bad.parse::<Coalescing>().unwrap_err();
+        assert!(err.contains("kappa"), "{bad}: {err}");
     }
 }

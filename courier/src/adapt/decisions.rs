@@ -71,13 +71,13 @@ impl Tuning {
     }
 
     /// Records the traffic of the action in `slot` measured in the last
-    /// epoch.
-    pub(crate) fn record_inputs(&self, slot: usize, traffic: &Traffic) {
+    /// epoch, and the κ the model takes for it.
+    pub(crate) fn record_inputs(&self, slot: usize, traffic: &Traffic, kappa: f64) {
         if let Some(i) = self.inputs.get(slot) {
             let store = |a: &AtomicU64, v: f64| a.store(v.to_bits(), Ordering::Relaxed);
             store(&i.parcels_per_s, traffic.parcels_per_s);
             store(&i.bytes_per_parcel, traffic.bytes_per_parcel);
-            store(&i.kappa, traffic.kappa());
+            store(&i.kappa, kappa);
         }
     }
 

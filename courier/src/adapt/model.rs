@@ -120,9 +120,9 @@ impl Bounds {
 }
 
 /// The parcels a message should carry: `√(2Qα/κ)`, at least 1.
-pub(crate) fn best_parcels_per_message(traffic: &Traffic, machine: &Machine) -> f64 {
+pub(crate) fn best_parcels_per_message(traffic: &Traffic, machine: &Machine, kappa: f64) -> f64 {
     let q_per_ns = traffic.parcels_per_s.max(0.0) * 1e-9;
-    let n = (2.0 * q_per_ns * machine.alpha_ns.max(0.0) / traffic.kappa()).sqrt();
+    let n = (2.0 * q_per_ns * machine.alpha_ns.max(0.0) / kappa).sqrt();
     if n.is_finite() { n.max(1.0) } else { 1.0 }
 }
 
@@ -185,10 +185,10 @@ mod tests {
     fn the_best_count_is_the_square_root_of_2_q_alpha_over_kappa() {
         let machine = Machine { alpha_ns: 7_000.0 };
         // 3 M posts/s over loopback TCP: √(2 · 0.003 · 7000 / 0.0001) ≈ 648.
-        let n = best_parcels_per_message(&posts(3e6), &machine);
+        let n = best_parcels_per_message(&posts(3e6), &machine, KAPPA_POSTS);
         assert!((n - 648.1).abs() < 0.5, "{n}");
         // Four times the rate, twice the parcels.
-        let n4 = best_parcels_per_message(&posts(12e6), &machine);
+        let n4 = best_parcels_per_message(&posts(12e6), &machine, KAPPA_POSTS);
         assert!((n4 / n - 2.0).abs() < 1e-9, "{n4} vs {n}");
         // It is a minimum of the cost per parcel, and below seed 004's
         // break-even 2Qα/κ.
@@ -243,7 +243,7 @@ mod tests {
         };
         assert_eq!(lone.kappa(), 1.0);
         // √(2 · 2e-5 · 7000 / 1) ≈ 0.53: one parcel a message.
-        let n = best_parcels_per_message(&lone, &Machine { alpha_ns: 7_000.0 });
+        let n = best_parcels_per_message(&lone, &Machine { alpha_ns: 7_000.0 }, lone.kappa());
         assert_eq!(n, 1.0);
         // Many calls in flight share the delay: worth batching again.
         let many = Traffic {
@@ -251,7 +251,9 @@ mod tests {
             parcels_per_s: 2e6,
             ..lone
         };
-        assert!(best_parcels_per_message(&many, &Machine { alpha_ns: 7_000.0 }) > 100.0);
+        assert!(
+            best_parcels_per_message(&many, &Machine { alpha_ns: 7_000.0 }, many.kappa()) > 100.0
+        );
     }
 
     #[test]

@@ -220,6 +220,9 @@ pub(crate) struct Tuner {
     in_phase: u32,
     /// Decisions made in all.
     decisions: u64,
+    /// κ the program declared for the action, instead of the one inferred
+    /// from its traffic.
+    declared_kappa: Option<f64>,
 }
 
 impl Tuner {
@@ -234,7 +237,22 @@ impl Tuner {
             in_force,
             in_phase: 0,
             decisions: 0,
+            declared_kappa: None,
         }
+    }
+
+    /// This tuner, with the latency tolerance κ the program declared for
+    /// the action (`None`: inferred from the traffic).
+    pub(crate) fn declared_kappa(self, kappa: Option<f64>) -> Self {
+        Tuner {
+            declared_kappa: kappa,
+            ..self
+        }
+    }
+
+    /// κ of `traffic`: the declared one, else the one it implies.
+    pub(crate) fn kappa(&self, traffic: &Traffic) -> f64 {
+        self.declared_kappa.unwrap_or_else(|| traffic.kappa())
     }
 
     /// The setting in force.
@@ -293,7 +311,7 @@ impl Tuner {
                 let Coalescing::Count(policy) = model else {
                     return None;
                 };
-                if epoch.traffic.kappa() >= LATENCY_BOUND_KAPPA {
+                if self.kappa(&epoch.traffic) >= LATENCY_BOUND_KAPPA {
                     return None;
                 }
                 let larger = Coalescing::Count(count_policy(
@@ -335,14 +353,15 @@ impl Tuner {
     fn begin_phase(&mut self, traffic: &Traffic, machine: &Machine) -> Option<Decision> {
         self.phase = Some(*traffic);
         self.in_phase = 0;
-        let n = best_parcels_per_message(traffic, machine);
+        let kappa = self.kappa(traffic);
+        let n = best_parcels_per_message(traffic, machine, kappa);
         let model = if n < 1.5 {
             Coalescing::Off
         } else {
             Coalescing::Count(count_policy(n, traffic, &self.bounds))
         };
         self.step = Step::Measure { model };
-        if traffic.kappa() < LATENCY_BOUND_KAPPA && self.holds_between(traffic, n, n * LARGER) {
+        if kappa < LATENCY_BOUND_KAPPA && self.holds_between(traffic, n, n * LARGER) {
             // Already where the search would end, on the cheap side of
             // the optimum: moving down to the model's count first would
             // cost the phase its most expensive trial.
@@ -359,7 +378,7 @@ impl Tuner {
             Reason::NewPhase {
                 parcels_per_s: traffic.parcels_per_s,
                 bytes_per_parcel: traffic.bytes_per_parcel,
-                kappa: traffic.kappa(),
+                kappa,
                 alpha_ns: machine.alpha_ns,
             },
         )
@@ -664,6 +683,22 @@ mod tests {
         };
         let mut tuner = Tuner::new(within, AdaptivePolicy::DEFAULT.into());
         assert!(!run(&mut tuner, awaited, 0.0, 0.0, 50).is_empty());
+    }
+
+    #[test]
+    fn a_declared_kappa_replaces_the_inferred_one() {
+        // Posts at 3 M/s, but the program says a second of delay costs a
+        // second: √(2 · 0.003 · 7000 / 1) ≈ 6.5 parcels a message, and
+        // nothing larger tried.
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into())
+            .declared_kappa(Some(1.0));
+        let decisions = run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 50);
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        assert!(
+            matches!(decisions[0].reason, Reason::NewPhase { kappa, .. } if kappa == 1.0),
+            "{decisions:?}"
+        );
+        assert_eq!(count(tuner.in_force()).map(|p| p.num_parcels), Some(6));
     }
 
     #[test]

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 /// with keys `num_parcels`, `interval_us`, `max_bytes`, or
 /// `bytes[:key=value,...]` with keys `buffer_bytes`, `threshold`,
 /// `cutoff`, `timeout_us`; both also take `dimensions` (1 or 2, see
-/// [`Coalescing::dimensions`]). `adaptive[:max_bytes=N,max_parcels=N]`
+/// [`Coalescing::dimensions`]). `adaptive[:max_bytes=N,max_parcels=N,kappa=F]`
 /// lets the runtime tune the count policy ([`AdaptivePolicy`]). Keys
 /// left out keep their defaults.
 ///
@@ -135,7 +135,7 @@ pub struct BytePolicy {
 /// the cost of a message), at most three times
 /// per phase of the traffic and never while it is steady. It starts
 /// from the default count policy. Text form: `adaptive` or
-/// `adaptive:max_bytes=B,max_parcels=N`.
+/// `adaptive:max_bytes=B,max_parcels=N,kappa=K` (each optional).
 ///
 /// # Examples
 ///
@@ -144,8 +144,12 @@ pub struct BytePolicy {
 ///
 /// let a: Coalescing = "adaptive:max_bytes=16384".parse().unwrap();
 /// assert_eq!(a, Coalescing::Adaptive(AdaptivePolicy { max_bytes: 16384, ..AdaptivePolicy::DEFAULT }));
+/// // An action whose every call a caller waits for, while its worker
+/// // has other work: a second of delay costs a second.
+/// let urgent: Coalescing = "adaptive:kappa=1".parse().unwrap();
+/// assert_eq!(urgent, Coalescing::Adaptive(AdaptivePolicy { kappa: Some(1.0), ..AdaptivePolicy::DEFAULT }));
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AdaptivePolicy {
     /// Bytes a buffer may hold at most (per destination and worker). The
     /// tuner also keeps a buffer within a quarter of the destination's
@@ -154,6 +158,14 @@ pub struct AdaptivePolicy {
     pub max_bytes: usize,
     /// Parcels a message may hold at most.
     pub max_parcels: u32,
+    /// The action's latency tolerance κ, if the program declares it: what
+    /// delaying one parcel by a second costs, in seconds (seed 004's
+    /// `c(t) = κ·t`). 1 for a call its caller waits for with nothing else
+    /// to do, `1/k` for one of `k` calls awaited together; `None` (the
+    /// default): that of posts (1e-4), the tuner not yet telling awaited
+    /// calls from posts. The tuner sets `√(2Qα/κ)` parcels a message, and
+    /// tries larger ones only below κ = 0.1.
+    pub kappa: Option<f64>,
 }
 
 impl AdaptivePolicy {
@@ -162,6 +174,7 @@ impl AdaptivePolicy {
     pub const DEFAULT: AdaptivePolicy = AdaptivePolicy {
         max_bytes: 64 << 10,
         max_parcels: 16 << 10,
+        kappa: None,
     };
 
     /// The setting buffers start from: the default count policy within
@@ -208,6 +221,11 @@ impl Coalescing {
                         "max_bytes must be at least 64, not {}",
                         p.max_bytes
                     ));
+                }
+                if let Some(k) = p.kappa
+                    && !(k.is_finite() && k > 0.0)
+                {
+                    return Err(format!("kappa must be a positive number, not {k}"));
                 }
                 Ok(())
             }
@@ -288,11 +306,15 @@ impl fmt::Display for Coalescing {
         match self {
             Coalescing::Off => return write!(f, "off"),
             Coalescing::Adaptive(p) => {
-                return write!(
+                write!(
                     f,
                     "adaptive:max_bytes={},max_parcels={}",
                     p.max_bytes, p.max_parcels
-                );
+                )?;
+                if let Some(k) = p.kappa {
+                    write!(f, ",kappa={k}")?;
+                }
+                return Ok(());
             }
             Coalescing::Count(p) => write!(
                 f,
@@ -358,9 +380,10 @@ impl FromStr for Coalescing {
                     match pair? {
                         ("max_bytes", v) => p.max_bytes = num("max_bytes", v)?,
                         ("max_parcels", v) => p.max_parcels = num("max_parcels", v)?,
+                        ("kappa", v) => p.kappa = Some(num("kappa", v)?),
                         (k, _) => {
                             return Err(format!(
-                                "adaptive takes max_bytes, max_parcels; not `{k}`"
+                                "adaptive takes max_bytes, max_parcels, kappa; not `{k}`"
                             ));
                         }
                     }
@@ -387,7 +410,7 @@ impl FromStr for Coalescing {
             }
             _ => {
                 return Err(format!(
-                    "`{s}`: expected off, on, adaptive[:max_bytes=N,max_parcels=N], count[:num_parcels=N,interval_us=N,max_bytes=N,dimensions=1|2] or bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N,dimensions=1|2]"
+                    "`{s}`: expected off, on, adaptive[:max_bytes=N,max_parcels=N,kappa=F], count[:num_parcels=N,interval_us=N,max_bytes=N,dimensions=1|2] or bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N,dimensions=1|2]"
                 ));
             }
         };

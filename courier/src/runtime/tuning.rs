@@ -113,13 +113,13 @@ fn run(weak: &Weak<Locality>) {
             now.background_ns.saturating_sub(last.background_ns) as f64 / parcels.max(1) as f64;
         tuners.resize_with(l.aggregator.actions(), || None);
         for (slot, tuner) in tuners.iter_mut().enumerate() {
-            let Some(bounds) = l.aggregator.adaptive(slot) else {
+            let Some(policy) = l.aggregator.adaptive(slot) else {
                 *tuner = None;
                 continue;
             };
             let tuner = tuner.get_or_insert_with(|| {
-                let bounds = Bounds::from(bounds).within_credit(l.windows.window());
-                Tuner::new(l.aggregator.default_setting(slot), bounds)
+                let bounds = Bounds::from(policy).within_credit(l.windows.window());
+                Tuner::new(l.aggregator.default_setting(slot), bounds).declared_kappa(policy.kappa)
             });
             let (Some(&(p1, b1)), Some(&(p0, b0))) =
                 (now.actions.get(slot), last.actions.get(slot))
@@ -138,7 +138,8 @@ fn run(weak: &Weak<Locality>) {
                 cost_ns_per_parcel,
             };
             if sent > 0 {
-                l.tuning.record_inputs(slot, &epoch.traffic);
+                l.tuning
+                    .record_inputs(slot, &epoch.traffic, tuner.kappa(&epoch.traffic));
             }
             if let Some(decision) = tuner.observe(&epoch, &machine) {
                 l.aggregator.tune(&*l, slot, decision.setting);
