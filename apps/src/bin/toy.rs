@@ -102,7 +102,7 @@ struct Cli {
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
     window: u64,
     /// Calls a burst of `bursty`.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
     burst: u64,
     /// Time from one burst to the next in µs (`bursty`).
     #[arg(long, default_value_t = 5000)]
