@@ -21,14 +21,16 @@
 #                 dot at each decision
 #   command.txt   the exact command
 #
-#   bench/adapt-fig9.sh [-o DIR] [-i MS] [--workload W,..] [--phases N]
-#                       [--parcels N] [--phase-ms MS] [TOY_ARG ...]
+#   bench/adapt-fig9.sh [-o DIR] [-i MS] [--coalescing SPEC] [--workload W,..]
+#                       [--phases N] [--parcels N] [--phase-ms MS] [TOY_ARG ...]
 #
+# --coalescing: default adaptive (`adaptive:max_parcels=4096`, or a static
+# SPEC such as `on` for the same run without a tuner, to compare).
 # -i: the sampling interval (default 10 ms, the tuner's epoch). The toy's
 # flags default to --workload batch,bursty,steady,sparse,awaits --phases 10
 # --parcels 400000 --phase-ms 300 (each workload twice); e.g. `--phases 5
 # --phase-ms 150` for a quick look. Other TOY_ARGs go to the toy as they
-# are (`--rate`, `--burst`, `--coalescing adaptive:max_parcels=4096`, ...).
+# are (`--rate`, `--burst`, `--window`, ...).
 # BIN is the directory of the binaries (default target/release of this
 # tree: cargo build --release -p courier-apps).
 #
@@ -89,11 +91,11 @@ cmd=("$bin/toy" --localities 2 --transport tcp --coalescing "$coalescing" --prin
 } >"$OUT/command.txt"
 "${cmd[@]}" >"$OUT/toy.log" 2>"$OUT/adapt.log"
 
-python3 - "$OUT" <<'EOF'
+python3 - "$OUT" "$coalescing" <<'EOF'
 import csv, os, re, sys
 from collections import defaultdict
 
-out = sys.argv[1]
+out, coalescing = sys.argv[1], sys.argv[2]
 
 # The samples: per print round (sequence), locality 0's time and each value.
 rounds = defaultdict(dict)
@@ -168,7 +170,7 @@ def y_log(v):
 y_lin = lambda v: bottom[1] - (bottom[1] - bottom[0]) * min(max(v, 0.0), 1.0)
 svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
        f'<rect width="{W}" height="{H}" fill="white"/>',
-       f'<text x="{L}" y="20" font-size="13">Adaptive coalescing of toy::get_cplx over time (locality 0 sends), workload changing by phase</text>']
+       f'<text x="{L}" y="20" font-size="13">toy::get_cplx under --coalescing {coalescing} over time (locality 0 sends), the workload changing by phase</text>']
 # phase spans: shaded alternately, labelled with the workload and decisions.
 for i, p in enumerate(phases):
     a, b = x(float(p["from_s"])), x(float(p["until_s"]))
