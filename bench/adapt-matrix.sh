@@ -4,7 +4,8 @@
 # RUNS invocations each, interleaved (round after round over the workloads
 # and the settings, so that the machine's drift spreads over all of them),
 # then a summary: per workload × setting the median, min, max and spread,
-# and each setting's cost against the best.
+# each setting's cost against the best, and the decisions of adaptive
+# coalescing per phase where the app reports them (toy, toyphases, parquet).
 #
 #   bench/adapt-matrix.sh [-n RUNS] [-o DIR] [--grid] [--top K RAW.csv] [SPEC ...]
 #   bench/adapt-matrix.sh --summarize RAW.csv        # the summary again
@@ -17,7 +18,7 @@
 # 1024..65536, off, on); --top K RAW.csv adds the K best settings of every
 # workload in an earlier run's raw.csv (the refinement of a coarse sweep).
 # WORKLOADS (space-separated) picks a subset of: histo ig randomaccess
-# parquet toy pingpong. BIN is the directory of the binaries (default
+# parquet toy toyphases pingpong. BIN is the directory of the binaries (default
 # target/release of this tree: cargo build --release -p courier-apps -p
 # courier-cli). Writes DIR/raw.csv (one row per phase of every
 # invocation, through `courier sweep`), DIR/runs.log (every invocation's
@@ -36,6 +37,12 @@
 #   parquet          parquet --nc 64 --iterations 5        seconds per iteration (lower)
 #   toy              toy --parcels 400000 --phases 3       calls/s (higher): every call
 #                    is made, then every result awaited in order
+#   toy_batch, toy_bursty, toy_steady, toy_sparse, toy_awaits: one invocation
+#                    (workload toyphases) of toy --workload
+#                    batch,bursty,steady,sparse,awaits --parcels 400000
+#                    --phases 10: the workload changes every phase, twice
+#                    round; batch: calls/s (higher), the others: mean µs from
+#                    a call to its result (lower); see apps/src/bin/toy.rs
 #   pingpong_b2b     pingpong --latency-only --iterations 2000: 8-byte round
 #   pingpong_sparse  trips back to back, and after a 300 µs pause each; median µs (lower)
 set -euo pipefail
@@ -48,7 +55,7 @@ bin=${BIN:-$root/target/release}
 # off, on, and the settings that came out best for some workload in the
 # 2026-11-25 baseline (bench/results/adapt-baseline-2026-11-25).
 DEFAULT_SPECS="off on count:num_parcels=1024,interval_us=1000 count:num_parcels=4096,interval_us=1000 count:num_parcels=16384,interval_us=1000 bytes:buffer_bytes=65536"
-ALL_WORKLOADS="histo ig randomaccess parquet toy pingpong"
+ALL_WORKLOADS="histo ig randomaccess parquet toy toyphases pingpong"
 TIMEOUT=${TIMEOUT:-300}
 
 grid_specs() {
@@ -81,6 +88,7 @@ run_one() {
         randomaccess) cmd=("$bin/randomaccess" --log-table-size 19 --lookahead 0 --runs 1) ;;
         parquet) cmd=("$bin/parquet" --nc 64 --iterations 5) ;;
         toy) cmd=("$bin/toy" --parcels 400000 --phases 3) ;;
+        toyphases) cmd=("$bin/toy" --workload batch,bursty,steady,sparse,awaits --parcels 400000 --phases 10) ;;
         pingpong) cmd=("$bin/pingpong" --latency-only --iterations 2000) ;;
         *) echo "unknown workload $w" >&2; exit 2 ;;
     esac
@@ -108,9 +116,15 @@ run_one() {
         randomaccess)
             echo "$out" | sed -n "s/^run \([0-9]*\): .*gups=\([0-9.]*\).*/phase \1: workload=randomaccess $tag metric=gups better=higher value=\2/p" ;;
         parquet)
-            echo "$out" | sed -n "s/^phase \([0-9]*\): seconds=\([0-9.]*\).* n_oh=\([0-9.]*\).*/phase \1: workload=parquet $tag metric=seconds_per_iteration better=lower value=\2 n_oh=\3/p" ;;
+            echo "$out" | sed -n "s/^phase \([0-9]*\): seconds=\([0-9.]*\).* decisions=\([0-9]*\) .* n_oh=\([0-9.]*\).*/phase \1: workload=parquet $tag metric=seconds_per_iteration better=lower value=\2 decisions=\3 n_oh=\4/p" ;;
         toy)
-            echo "$out" | sed -n "s/^phase \([0-9]*\): .*calls_per_s=\([0-9.]*\).* n_oh=\([0-9.]*\).*/phase \1: workload=toy $tag metric=calls_per_s better=higher value=\2 n_oh=\3/p" ;;
+            echo "$out" | sed -n "s/^phase \([0-9]*\): .*calls_per_s=\([0-9.]*\).* decisions=\([0-9]*\) .* n_oh=\([0-9.]*\).*/phase \1: workload=toy $tag metric=calls_per_s better=higher value=\2 decisions=\3 n_oh=\4/p" ;;
+        toyphases)
+            # One row per phase, named by its workload: batch by calls/s,
+            # the paced and latency-bound kinds by µs from call to result.
+            echo "$out" | sed -n \
+                -e "s/^phase \([0-9]*\): workload=batch .*calls_per_s=\([0-9.]*\).* decisions=\([0-9]*\) .* n_oh=\([0-9.]*\).*/phase \1: workload=toy_batch $tag metric=calls_per_s better=higher value=\2 decisions=\3 n_oh=\4/p" \
+                -e "s/^phase \([0-9]*\): workload=\([a-z]*\) .*latency_us=\([0-9.]*\).* decisions=\([0-9]*\) .* n_oh=\([0-9.]*\).*/phase \1: workload=toy_\2 $tag metric=latency_us better=lower value=\3 decisions=\4 n_oh=\5/p" ;;
         pingpong)
             echo "$out" | sed -n \
                 -e "s/^phase 1: pattern=back_to_back.* rtt_us=\([0-9.]*\).*/phase 1: workload=pingpong_b2b $tag metric=rtt_us better=lower value=\1/p" \
@@ -126,7 +140,8 @@ from collections import defaultdict
 raw = sys.argv[1]
 out_dir = os.path.dirname(os.path.abspath(raw))
 rows = list(csv.DictReader(open(raw)))
-order = ["histo", "ig", "randomaccess", "parquet", "toy", "pingpong_b2b", "pingpong_sparse"]
+order = ["histo", "ig", "randomaccess", "parquet", "toy", "toy_batch", "toy_bursty", "toy_steady",
+         "toy_sparse", "toy_awaits", "pingpong_b2b", "pingpong_sparse"]
 # One sample per invocation (w, s, run): the median of its phases.
 inv = defaultdict(list)
 meta = {}
@@ -226,6 +241,31 @@ if loads:
     mat += ["", f"1-minute load average before the invocations: median {statistics.median(loads):.2f}, "
             f"90th percentile {loads[int(0.9 * (len(loads) - 1))]:.2f}, max {loads[-1]:.2f} "
             "(2 cores: the matrix's own runs keep it near 2; well above 2 is another job's load)"]
+# Decisions of adaptive coalescing per phase, where the app reports them
+# (`decisions`: the most any locality made during the phase). A phase is
+# steady when the invocation's phase before it ran the same workload (the
+# toy's and parquet's phases after the first; none of toyphases').
+invocation = lambda r: (r.get("w"), r["spec"], r["run"])
+workload_of = {(invocation(r), r["phase"]): r["workload"] for r in rows}
+dec, steady = defaultdict(list), defaultdict(list)
+for r in rows:
+    if r.get("failed") != "1" and r.get("decisions") not in (None, "") and not is_static(r["spec"]):
+        d = float(r["decisions"])
+        dec[(r["workload"], r["spec"])].append(d)
+        if workload_of.get((invocation(r), str(int(r["phase"]) - 1))) == r["workload"]:
+            steady[(r["workload"], r["spec"])].append(d)
+if dec:
+    mat += ["", "# Decisions per phase, the most of any locality (non-static settings; the issue asks",
+            "# for at most 3 a phase and none in steady phases: those after a phase of the same workload)",
+            "", "| workload | setting | phases | median | max | phases with more than 3 | steady phases | their max |",
+            "|---|---|---|---|---|---|---|---|"]
+    for w in workloads:
+        for s in spec_order:
+            d = dec.get((w, s))
+            if d:
+                st = steady.get((w, s), [])
+                mat.append(f"| {w} | `{s}` | {len(d)} | {statistics.median(d):g} | {max(d):g} | "
+                           f"{sum(x > 3 for x in d)} | {len(st)} | {max(st) if st else 0:g} |")
 text = "\n".join(mat) + "\n\n# Every setting, best first\n\n" + "\n".join(lines)
 open(os.path.join(out_dir, "summary.txt"), "w").write(text)
 with open(os.path.join(out_dir, "summary.csv"), "w", newline="") as f:

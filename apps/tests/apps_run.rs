@@ -3,7 +3,8 @@
 //! process (`--transport inproc`) and as two processes over TCP (the
 //! default transport), and must exit with status 0 and report no error;
 //! a job randomaccess cannot run is refused with a clear message; the
-//! toy and pingpong's `--latency-only` follow the configured coalescing.
+//! toy and pingpong's `--latency-only` follow the configured coalescing;
+//! every workload of the toy gets every result right and reports its figure.
 
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -75,6 +76,26 @@ fn run_ok(exe: &str, args: &[&str]) -> (Output, String) {
     let shown = shown(exe, args, &out);
     assert!(out.status.success(), "exit status {}: {shown}", out.status);
     (out, shown)
+}
+
+/// Runs the app `exe` with `args` and then `transport` as [`run_ok`]
+/// does and asserts that it printed `phases` lines `phase N: ...`;
+/// returns them and [`shown`].
+fn run_phases(
+    exe: &str,
+    args: &[&str],
+    transport: &[&str],
+    phases: usize,
+) -> (Vec<String>, String) {
+    let args: Vec<&str> = args.iter().chain(transport).copied().collect();
+    let (out, shown) = run_ok(exe, &args);
+    let lines: Vec<String> = out
+        .lines_starting("phase ")
+        .into_iter()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), phases, "{shown}");
+    (lines, shown)
 }
 
 impl Output {
@@ -278,25 +299,78 @@ fn the_configured_coalescing_governs_the_toy_unless_its_own_flags_say_otherwise(
 }
 
 #[test]
+fn every_toy_workload_gets_every_result_right_and_reports_its_figure_and_decisions() {
+    let exe = env!("CARGO_BIN_EXE_toy");
+    // Phases of 20 ms: 100 steady calls (one every 200 µs), 10 bursts of
+    // 50 (one every 2 ms), 133 sparse calls (one every 150 µs).
+    let expected = [
+        ("batch", "calls_per_s", Some(2000)),
+        ("bursty", "latency_us", Some(500)),
+        ("steady", "latency_us", Some(100)),
+        ("sparse", "latency_us", Some(133)),
+        ("awaits", "latency_us", None),
+    ];
+    let args = [
+        "--localities",
+        "2",
+        "--coalescing",
+        "adaptive",
+        "--workload",
+        "batch,bursty,steady,sparse,awaits",
+        "--phases",
+        "5",
+        "--parcels",
+        "2000",
+        "--phase-ms",
+        "20",
+        "--rate",
+        "5000",
+        "--burst",
+        "50",
+        "--burst-period-us",
+        "2000",
+        "--sparse-gap-us",
+        "150",
+    ];
+    for transport in TRANSPORTS {
+        let (phases, shown) = run_phases(exe, &args, transport, expected.len());
+        for (line, (workload, figure, calls)) in phases.iter().zip(expected) {
+            let value = |key: &str| {
+                line.split_whitespace()
+                    .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+                    .unwrap_or_else(|| panic!("no `{key}=` in `{line}`: {shown}"))
+            };
+            assert_eq!(value("workload"), workload, "{shown}");
+            assert_eq!(value("wrong"), "0", "{shown}");
+            let made: u64 = value("calls").parse().expect("a count of calls");
+            match calls {
+                Some(n) => assert_eq!(made, n, "{line}: {shown}"),
+                None => assert!(made > 0, "{line}: {shown}"),
+            }
+            let figure: f64 = value(figure).parse().expect("a number");
+            assert!(figure > 0.0, "{line}: {shown}");
+            // Adaptive coalescing's decisions during the phase, and the
+            // count policy it left in force.
+            let _: u64 = value("decisions").parse().expect("a count of decisions");
+            let _: u32 = value("num_parcels").parse().expect("num_parcels in force");
+        }
+    }
+}
+
+#[test]
 fn pingpong_latency_only_times_both_patterns_under_the_configured_coalescing() {
     let exe = env!("CARGO_BIN_EXE_pingpong");
+    let args = [
+        "--latency-only",
+        "--iterations",
+        "50",
+        "--pause-us",
+        "10",
+        "--coalescing",
+        "count:num_parcels=64,interval_us=10",
+    ];
     for transport in TRANSPORTS {
-        let args: Vec<&str> = [
-            "--latency-only",
-            "--iterations",
-            "50",
-            "--pause-us",
-            "10",
-            "--coalescing",
-            "count:num_parcels=64,interval_us=10",
-        ]
-        .iter()
-        .chain(transport)
-        .copied()
-        .collect();
-        let (out, shown) = run_ok(exe, &args);
-        let phases = out.lines_starting("phase ");
-        assert_eq!(phases.len(), 2, "{shown}");
+        let (phases, shown) = run_phases(exe, &args, transport, 2);
         for (line, pattern) in phases.iter().zip(["back_to_back", "sparse"]) {
             let words: Vec<&str> = line.split_whitespace().collect();
             assert!(

@@ -136,7 +136,7 @@ fn main() -> ExitCode {
             8 * nc * nc,
             nc * 16
         );
-        let mut counters = PhaseCounters::new(&rt)?;
+        let mut counters = PhaseCounters::new(&rt, receive_row)?;
         let mut bad = 0u64;
         for it in 1..=iterations {
             if let Some(setting) = cli.coalescing.setting(&cli.runtime, it) {
