@@ -169,6 +169,54 @@ fn mpi_adaptive_exactly_once() {
     exactly_once(common::mpi(), 3, 20_000, None);
 }
 
+/// Returns its argument.
+#[courier::action]
+fn echo(x: u64) -> u64 {
+    x
+}
+
+/// Calls `echo` on `peer` one call at a time, awaiting each, for `ms`
+/// milliseconds; returns how many calls it made.
+async fn one_at_a_time(rt: &Runtime, peer: courier::LocalityId, ms: u64) -> u64 {
+    let start = std::time::Instant::now();
+    let mut calls = 0;
+    while start.elapsed() < Duration::from_millis(ms) {
+        assert_eq!(rt.call(peer, echo, (calls,)).await.unwrap(), calls);
+        calls += 1;
+    }
+    calls
+}
+
+#[test]
+fn calls_awaited_one_at_a_time_are_not_delayed_and_posts_are() {
+    let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+    courier::launch(config, |rt| async move {
+        let peer = rt.locality(1);
+        // A caller with one call in flight: a second of delay costs it a
+        // second (κ = 1), whatever the rate.
+        let calls = one_at_a_time(&rt, peer, 200).await;
+        let kappa = counter(&rt, 0, "/adapt/model/kappa", "echo").await;
+        let more = one_at_a_time(&rt, peer, 50).await;
+        assert!(calls + more > 0);
+        assert!(kappa > 0.5, "κ of calls awaited one at a time: {kappa}");
+        // Posts of the same action tolerate delay.
+        let start = std::time::Instant::now();
+        let mut posts = 0u64;
+        while start.elapsed() < Duration::from_millis(200) {
+            rt.post(peer, echo, (posts,))?;
+            posts += 1;
+            if posts % 64 == 0 {
+                courier::yield_now().await;
+            }
+        }
+        let kappa = counter(&rt, 0, "/adapt/model/kappa", "echo").await;
+        assert!(kappa < 1e-3, "κ of posts: {kappa}");
+        rt.quiesce().await?;
+        Ok(())
+    })
+    .unwrap();
+}
+
 #[test]
 fn adaptive_parses_prints_and_checks_its_bounds() {
     let a: Coalescing = "adaptive".parse().unwrap();

@@ -40,8 +40,8 @@ pub(crate) struct Traffic {
     /// The share of the parcels that are calls whose caller awaits the
     /// result (0 for posts).
     pub(crate) awaited: f64,
-    /// Calls of the action in flight on average while they were awaited
-    /// (at least 1 when any is awaited): their delays overlap.
+    /// Calls in flight with an awaited call, itself included (their delays
+    /// overlap); 0 when unknown: awaited calls then count as posts.
     pub(crate) in_flight: f64,
 }
 
@@ -69,10 +69,13 @@ impl Traffic {
 
     /// κ, the cost of one second of delay of one parcel in seconds: 1 per
     /// awaited call shared among the calls in flight, [`KAPPA_POSTS`] for
-    /// the rest.
+    /// the rest (and for awaited calls whose overlap is unknown).
     pub(crate) fn kappa(&self) -> f64 {
         let awaited = self.awaited.clamp(0.0, 1.0);
-        awaited / self.in_flight.max(1.0) + (1.0 - awaited) * KAPPA_POSTS
+        if self.in_flight < 1.0 {
+            return KAPPA_POSTS;
+        }
+        awaited / self.in_flight + (1.0 - awaited) * KAPPA_POSTS
     }
 }
 
@@ -242,6 +245,13 @@ mod tests {
             in_flight: 1.0,
         };
         assert_eq!(lone.kappa(), 1.0);
+        // Calls whose overlap is unknown (none seen in flight) count as
+        // posts.
+        let unknown = Traffic {
+            in_flight: 0.0,
+            ..lone
+        };
+        assert_eq!(unknown.kappa(), KAPPA_POSTS);
         // √(2 · 2e-5 · 7000 / 1) ≈ 0.53: one parcel a message.
         let n = best_parcels_per_message(&lone, &Machine { alpha_ns: 7_000.0 }, lone.kappa());
         assert_eq!(n, 1.0);

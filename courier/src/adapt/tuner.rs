@@ -167,7 +167,7 @@ impl fmt::Display for Reason {
             } => write!(
                 f,
                 "new phase: Q = {parcels_per_s:.0}/s, S = {bytes_per_parcel:.0} B, \
-                 κ = {kappa:.3}, α = {alpha_ns:.0} ns: √(2Qα/κ)"
+                 κ = {kappa:.1e}, α = {alpha_ns:.0} ns: √(2Qα/κ)"
             ),
             Reason::TryLarger { cost_ns_per_parcel } => write!(
                 f,
@@ -282,12 +282,14 @@ impl Tuner {
             }
             phase => {
                 // Unlike the phase (or the first traffic): a candidate for
-                // the next phase, which begins with the mean of its epochs
-                // once they are enough (a first epoch that caught part of
-                // the traffic is outweighed by the others).
+                // the next phase, which begins with the mean of its recent
+                // epochs once they are enough: the mean of the first
+                // CONFIRM_EPOCHS, then a moving mean of as many (a first
+                // epoch that caught the end of the last phase is
+                // outweighed, and after a slowdown's ten it is forgotten).
                 let (mut mean, mut count) = self.candidate.unwrap_or((*now, 0));
                 count += 1;
-                mean = mean.toward(now, 1.0 / f64::from(count));
+                mean = mean.toward(now, 1.0 / f64::from(count.min(CONFIRM_EPOCHS)));
                 self.candidate = Some((mean, count));
                 let confirm = match phase {
                     Some(phase) if now.parcels_per_s < phase.parcels_per_s => CONFIRM_SLOWER_EPOCHS,
@@ -608,6 +610,28 @@ mod tests {
             .filter(|d| matches!(d.reason, Reason::NewPhase { .. }))
             .count();
         assert_eq!(phases, 1, "{decisions:?}");
+    }
+
+    #[test]
+    fn a_slowdown_begins_with_the_rate_of_its_recent_epochs() {
+        // A fast phase, an epoch of its tail at half its rate, then a
+        // slowdown to 90,000/s: the new phase is at about 90,000/s, not
+        // pulled up by the tail (whose rate the mean of all ten would
+        // hold at twice the slowdown's, so that its next epochs looked
+        // unlike it again).
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        run(&mut tuner, posts(3.7e6, 8.0), 0.0, 0.0, 12);
+        let tail = epoch(posts(1.6e6, 8.0), tuner.in_force(), 0.0, 0.0, 0);
+        assert_eq!(tuner.observe(&tail, &MACHINE), None);
+        run(
+            &mut tuner,
+            posts(9e4, 8.0),
+            0.0,
+            0.0,
+            CONFIRM_SLOWER_EPOCHS as u64,
+        );
+        let q = tuner.phase.expect("a phase").parcels_per_s;
+        assert!(q < 1.2e5, "the new phase's rate: {q}");
     }
 
     #[test]

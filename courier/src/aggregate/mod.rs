@@ -175,6 +175,20 @@ impl Aggregator {
         self.timer.stop();
     }
 
+    /// Calls whose result someone waits for that this locality sent
+    /// through its buffers, ever (calls to itself included), of the action
+    /// in registry slot `slot` or of all.
+    pub(crate) fn awaited_calls(&self, slot: Option<usize>) -> u64 {
+        let load = |c: &crate::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+        self.sets
+            .iter()
+            .map(|s| match slot {
+                Some(slot) => s.awaited.get(slot).map_or(0, load),
+                None => s.awaited.iter().map(load).sum(),
+            })
+            .sum()
+    }
+
     /// The set of the calling thread: its worker's, or the shared one.
     #[inline]
     fn my_set(&self) -> (usize, bool) {
@@ -185,10 +199,14 @@ impl Aggregator {
     }
 
     /// Sends a parcel of `kind` of the action `action` (registry slot
-    /// `slot`) to `dest`: `encode` appends it to a frame. It waits in the
+    /// `slot`) to `dest`: `encode` appends it to a frame; `awaited`: a
+    /// call of this locality's whose result someone waits for. It waits in the
     /// calling worker's buffer unless the setting is off or the policy
     /// flushes it. An error is the parcel's own: it did not encode, or a
     /// frame it went out in could not be sent.
+    // The hottest function of a send: its arguments stay in registers
+    // rather than in a struct built per parcel.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn push(
         &self,
         outbox: &dyn Outbox,
@@ -196,9 +214,17 @@ impl Aggregator {
         slot: usize,
         action: ActionId,
         dest: LocalityId,
+        awaited: bool,
         encode: impl FnOnce(&mut FrameBuilder) -> Result<(), EncodeError>,
     ) -> Result<(), Failure> {
         let (set_index, on_worker) = self.my_set();
+        if awaited && let Some(count) = self.sets[set_index].awaited.get(slot) {
+            // A call of this locality's whose result someone waits for:
+            // counted before it can be answered (adaptive coalescing's
+            // calls in flight). An encoding error after this leaves one
+            // too many: it only makes the tuner think more calls overlap.
+            count.fetch_add(1, Ordering::Relaxed);
+        }
         let lane = lane(slot, kind);
         let mut buffers = self.lock_set(set_index, on_worker);
         let buffer = buffers.get_or_make(lane, dest.index(), || {

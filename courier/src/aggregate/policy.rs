@@ -132,7 +132,7 @@ pub struct BytePolicy {
 
 /// Adaptive coalescing: each locality's tuner sets the count policy of
 /// the action from the traffic it measures (rate and size of parcels,
-/// the cost of a message), at most three times
+/// the cost of a message, how many callers wait), at most three times
 /// per phase of the traffic and never while it is steady. It starts
 /// from the default count policy. Text form: `adaptive` or
 /// `adaptive:max_bytes=B,max_parcels=N,kappa=K` (each optional).
@@ -162,9 +162,10 @@ pub struct AdaptivePolicy {
     /// delaying one parcel by a second costs, in seconds (seed 004's
     /// `c(t) = κ·t`). 1 for a call its caller waits for with nothing else
     /// to do, `1/k` for one of `k` calls awaited together; `None` (the
-    /// default): that of posts (1e-4), the tuner not yet telling awaited
-    /// calls from posts. The tuner sets `√(2Qα/κ)` parcels a message, and
-    /// tries larger ones only below κ = 0.1.
+    /// default): inferred from the traffic, as 1 per awaited call shared
+    /// among the calls in flight with it and 1e-4 per post. The tuner
+    /// sets `√(2Qα/κ)` parcels a message, and tries larger ones only
+    /// below κ = 0.1.
     pub kappa: Option<f64>,
 }
 

@@ -47,6 +47,11 @@ pub(crate) struct BufferSet {
     /// (every [`CHECK_EVERY`] parcels): the timer thread leaves a set whose
     /// worker does this to the worker.
     pub(crate) checked_ns: AtomicU64,
+    /// Per action (registry slot): calls of this locality's whose result
+    /// someone waits for that went through the set (into its buffers, or
+    /// at once with coalescing off), ever. Written by the set's users,
+    /// read by adaptive coalescing's tuner.
+    pub(crate) awaited: Box<[AtomicU64]>,
 }
 
 /// The buffers of one lane, by destination.
@@ -91,6 +96,9 @@ impl BufferSet {
             timer: TimerSlot::default(),
             armed_ns: AtomicU64::new(0),
             checked_ns: AtomicU64::new(0),
+            awaited: (0..lanes / RunKind::ALL.len())
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             inner: if owned {
                 BiasedLock::new(buffers)
             } else {

@@ -116,6 +116,21 @@ pub(crate) enum ReplyTo {
     },
 }
 
+impl ReplyTo {
+    /// Whether someone waits for the call's result: its caller, or the
+    /// caller of its continuation (not a post).
+    pub(crate) fn is_awaited(&self) -> bool {
+        matches!(
+            self,
+            ReplyTo::Caller(_)
+                | ReplyTo::Continue {
+                    caller: Some(_),
+                    ..
+                }
+        )
+    }
+}
+
 /// Runtime-internal messages (termination detection, shutdown,
 /// collectives). They travel in frames of their own, never coalesced and
 /// never counted as parcels.

@@ -78,6 +78,9 @@ impl Sink for Locality {
                     self.spawn_calls(source, body, run.action, run.count, credit);
                 }
                 RunKind::Responses => {
+                    self.traffic
+                        .responses
+                        .fetch_add(u64::from(run.count), Ordering::Relaxed);
                     let mut responses = ParcelReader::new(&frame[run.body], run.count, source);
                     let mut completer = self.pending.completer(Some(source));
                     while let Some(response) = responses.next_response().map_err(malformed)? {
@@ -370,7 +373,7 @@ impl Locality {
         // A failure means `dest` is lost; its caller learns it from that loss.
         let _ = self
             .aggregator
-            .push(self, RunKind::Calls, slot, action, dest, |frame| {
+            .push(self, RunKind::Calls, slot, action, dest, false, |frame| {
                 frame.push_forwarded(call);
                 Ok(())
             });

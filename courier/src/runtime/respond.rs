@@ -29,15 +29,20 @@ impl CallSite for Locality {
                 let id = entries[slot].id();
                 let to = caller.locality;
                 self.aggregator
-                    .push(self, RunKind::Responses, slot, id, to, encode)
+                    .push(self, RunKind::Responses, slot, id, to, false, encode)
             }
             ReplyTo::Continue {
                 locality, action, ..
             } => match registry().slot(action) {
-                Some(next) => {
-                    self.aggregator
-                        .push(self, RunKind::Calls, next, action, locality, encode)
-                }
+                Some(next) => self.aggregator.push(
+                    self,
+                    RunKind::Calls,
+                    next,
+                    action,
+                    locality,
+                    false,
+                    encode,
+                ),
                 None => self.send_alone(locality, RunKind::Calls, action, encode),
             },
         };

@@ -311,16 +311,17 @@ fn send_call<A: Action>(
     reply: ReplyTo,
     args: &A::Args,
 ) -> Result<(), Failure> {
+    let awaited = reply.is_awaited();
     match slot {
         Some(slot) if hop == dest => {
             l.aggregator
-                .push(l, RunKind::Calls, slot, A::ID, dest, |frame| {
+                .push(l, RunKind::Calls, slot, A::ID, dest, awaited, |frame| {
                     frame.push_call(reply, args)
                 })
         }
         Some(slot) => l
             .aggregator
-            .push(l, RunKind::Routed, slot, A::ID, hop, |frame| {
+            .push(l, RunKind::Routed, slot, A::ID, hop, awaited, |frame| {
                 frame.push_routed(dest, reply, args)
             }),
         // An action this binary did not register: the receiver answers it.

@@ -86,6 +86,10 @@ pub(crate) struct Traffic {
     pub(crate) received: Direction,
     /// How long the program's sends waited for credit (flow control).
     pub(crate) credit_waits: CreditWaits,
+    /// Responses (results and failures) received for this locality's
+    /// calls, its calls to itself included: with the awaited calls its
+    /// buffers took (`Aggregator::awaited_calls`), the calls in flight.
+    pub(crate) responses: AtomicU64,
 }
 
 /// How long the program's sends waited for credit.
@@ -111,6 +115,7 @@ impl Default for Traffic {
             sent: direction(),
             received: direction(),
             credit_waits: CreditWaits::default(),
+            responses: AtomicU64::new(0),
         }
     }
 }

@@ -9,13 +9,20 @@
 //! locality weakly and ends with it.
 //!
 //! What it measures, per action: Q (call parcels a second, posts and
-//! calls) and S (bytes of arguments a parcel) from the traffic counters;
-//! for the locality: α, the fixed cost of a frame from the α-β
-//! calibration of its sends (`adapt/calibration.rs`: the start-up probe,
-//! then the traffic; the mean over its peers), and the cost of a parcel,
-//! background time (sending and receiving) per parcel sent and received. Callers waiting on results are not told apart from posts
-//! yet (κ of posts for all traffic): a caller with nothing else to do
-//! has its buffers flushed by its idle worker, whatever the setting.
+//! calls), S (bytes of arguments a parcel) and the share of its parcels
+//! that are calls someone waits for (awaited calls its buffers took over
+//! call parcels sent), from the traffic counters; for the locality: the
+//! calls in flight (awaited calls its buffers took, less the responses
+//! that came back: all actions, calls to itself included; sampled ten
+//! times an epoch, see [`sample_epoch`]), α, the fixed cost of a frame from
+//! the α-β calibration of its sends (`adapt/calibration.rs`: the
+//! start-up probe, then the traffic; the mean over its peers), and the
+//! cost of a parcel, background time (sending and receiving) per parcel
+//! sent and received. From the share and the calls in flight the model
+//! infers κ (`Traffic::kappa`): a caller awaiting each result alone
+//! tolerates no delay; a stream of posts, or a million calls awaited
+//! together, much. (A caller with nothing else to do also has its
+//! buffers flushed by its idle worker, whatever the setting.)
 //!
 //! [`Runtime::set_coalescing`]: crate::Runtime::set_coalescing
 
@@ -58,8 +65,9 @@ pub(crate) fn start_if_adaptive(locality: &Arc<Locality>) -> std::io::Result<()>
 /// What the counters said at one moment.
 struct Reading {
     at: Instant,
-    /// Per action: (call parcels sent, their bytes of arguments).
-    actions: Vec<(u64, u64)>,
+    /// Per action: (call parcels sent, their bytes of arguments, the
+    /// awaited calls of it the buffers took, to any destination).
+    actions: Vec<(u64, u64, u64)>,
     messages: u64,
     send_ns: u64,
     parcels: u64,
@@ -76,7 +84,11 @@ impl Reading {
             actions: sent
                 .per_action
                 .iter()
-                .map(|a| (load(&a.parcels), load(&a.payload_bytes)))
+                .enumerate()
+                .map(|(slot, a)| {
+                    let awaited = l.aggregator.awaited_calls(Some(slot));
+                    (load(&a.parcels), load(&a.payload_bytes), awaited)
+                })
                 .collect(),
             messages: load(&sent.messages),
             send_ns: load(&sent.time_ns),
@@ -84,6 +96,44 @@ impl Reading {
             background_ns: load(&sent.time_ns) + load(&received.time_ns),
         }
     }
+}
+
+/// Looks at the calls in flight this many times an epoch.
+const IN_FLIGHT_SAMPLES: u32 = 10;
+
+/// Awaited calls of `l` whose responses have not come back (all actions).
+fn calls_in_flight(l: &Locality) -> u64 {
+    // Responses first: a call counted after its response would count as
+    // in flight for ever.
+    let responses = l.traffic.responses.load(Ordering::Relaxed);
+    l.aggregator.awaited_calls(None).saturating_sub(responses)
+}
+
+/// Sleeps one epoch while sampling the calls in flight; returns how many
+/// calls a call in flight had in flight with it (itself included): the
+/// mean of the samples weighted by themselves, `Σn² / Σn`, what a call
+/// sees rather than what the clock sees (calls awaited 500 at a time
+/// and answered in a millisecond every 5 ms wait with 499 others, though
+/// a plain mean of the samples says 100). 0 (unknown) unless calls were
+/// in flight at half the looks at least: calls that come and go between
+/// looks (bursts, sparse calls) say nothing of how they overlap, and are
+/// taken to tolerate delay as posts do (the idle flush sends what a
+/// caller with nothing else to do waits for). `None` when the locality
+/// is gone.
+fn sample_epoch(weak: &Weak<Locality>) -> Option<f64> {
+    let (mut sum, mut squares, mut seen) = (0.0, 0.0, 0);
+    for _ in 0..IN_FLIGHT_SAMPLES {
+        std::thread::sleep(EPOCH / IN_FLIGHT_SAMPLES);
+        let n = calls_in_flight(&*weak.upgrade()?) as f64;
+        sum += n;
+        squares += n * n;
+        seen += u32::from(n > 0.0);
+    }
+    Some(if 2 * seen >= IN_FLIGHT_SAMPLES {
+        squares / sum
+    } else {
+        0.0
+    })
 }
 
 fn run(weak: &Weak<Locality>) {
@@ -94,7 +144,9 @@ fn run(weak: &Weak<Locality>) {
         None => return,
     };
     loop {
-        std::thread::sleep(EPOCH);
+        let Some(in_flight) = sample_epoch(weak) else {
+            return;
+        };
         let Some(l) = weak.upgrade() else { return };
         if l.is_stopping() {
             return;
@@ -121,7 +173,7 @@ fn run(weak: &Weak<Locality>) {
                 let bounds = Bounds::from(policy).within_credit(l.windows.window());
                 Tuner::new(l.aggregator.default_setting(slot), bounds).declared_kappa(policy.kappa)
             });
-            let (Some(&(p1, b1)), Some(&(p0, b0))) =
+            let (Some(&(p1, b1, a1)), Some(&(p0, b0, a0))) =
                 (now.actions.get(slot), last.actions.get(slot))
             else {
                 continue;
@@ -131,8 +183,10 @@ fn run(weak: &Weak<Locality>) {
                 traffic: Traffic {
                     parcels_per_s: sent as f64 / seconds,
                     bytes_per_parcel: b1.saturating_sub(b0) as f64 / sent.max(1) as f64,
-                    awaited: 0.0,
-                    in_flight: 0.0,
+                    // Calls to this locality itself count among the
+                    // awaited but not among the parcels sent: at most 1.
+                    awaited: (a1.saturating_sub(a0) as f64 / sent.max(1) as f64).min(1.0),
+                    in_flight,
                 },
                 parcels: sent,
                 cost_ns_per_parcel,
