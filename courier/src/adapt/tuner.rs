@@ -9,7 +9,8 @@
 //! does not make a phase); epochs with too few parcels to judge are
 //! skipped. In each phase the tuner makes at most three decisions:
 //!
-//! 1. the model's setting (`model.rs`, `n* = √(2Qα/κ)` within the bounds),
+//! 1. the model's setting (`model.rs`, `n* = √(2Qα/κ)` within the bounds,
+//!    at least the calls awaited together: they were issued together),
 //!    unless the one in force is close to it, or the traffic tolerates
 //!    delay and the one in force sends buffers of `n*` to `4n*` parcels
 //!    already (counting what its timer cuts short: `parcels_held`): the
@@ -26,13 +27,18 @@
 //!    workload lost more to 16–64 parcels a message than to 16,384), so
 //!    a tie goes to the larger.
 //!
+//! Traffic whose callers wait (κ ≥ 0.1) gets one decision: the default
+//! count policy (`model::latency_policy`), whose short timer bounds a
+//! call's wait while its worker is busy; the idle flush sends it as soon
+//! as the worker has nothing else to do.
+//!
 //! Then it stays put until the traffic changes: no decision is made while
 //! it is steady.
 
 use std::fmt;
 
 use super::model::{
-    Bounds, Machine, Traffic, best_parcels_per_message, count_policy, parcels_held,
+    Bounds, Machine, Traffic, best_parcels_per_message, count_policy, latency_policy, parcels_held,
 };
 use crate::aggregate::Coalescing;
 
@@ -148,6 +154,9 @@ pub(crate) enum Reason {
         kappa: f64,
         alpha_ns: f64,
     },
+    /// A phase of calls whose callers wait (κ this high): the default
+    /// count policy, its short timer and the idle flush.
+    LatencyBound { kappa: f64 },
     /// Trying four times the parcels a message; the model's setting cost
     /// this much a parcel.
     TryLarger { cost_ns_per_parcel: f64 },
@@ -168,6 +177,11 @@ impl fmt::Display for Reason {
                 f,
                 "new phase: Q = {parcels_per_s:.0}/s, S = {bytes_per_parcel:.0} B, \
                  κ = {kappa:.1e}, α = {alpha_ns:.0} ns: √(2Qα/κ)"
+            ),
+            Reason::LatencyBound { kappa } => write!(
+                f,
+                "new phase, callers waiting (κ = {kappa:.2}): the default count with its short \
+                 timer; the idle flush sends what a waiting caller needs"
             ),
             Reason::TryLarger { cost_ns_per_parcel } => write!(
                 f,
@@ -356,7 +370,31 @@ impl Tuner {
         self.phase = Some(*traffic);
         self.in_phase = 0;
         let kappa = self.kappa(traffic);
-        let n = best_parcels_per_message(traffic, machine, kappa);
+        if kappa >= LATENCY_BOUND_KAPPA {
+            // Callers wait: the idle flush sends a call as soon as its
+            // worker has nothing else to do, whatever the count, and the
+            // default's short timer bounds its wait while the worker is
+            // busy. The model's one parcel a message sends each call from
+            // inside its caller's task instead, which measured no faster
+            // for calls awaited one at a time and slower for sparse ones
+            // (BENCHMARKS.md, issue #15).
+            self.step = Step::Settled;
+            self.samples = Samples::default();
+            let default = Coalescing::Count(latency_policy(&self.bounds));
+            if !differs(&default, &self.in_force) {
+                return None;
+            }
+            return self.decide(default, Reason::LatencyBound { kappa });
+        }
+        // Calls awaited together were issued together: a message that
+        // holds them all sends them at once (a burst, a batch), so the
+        // count is at least the calls in flight with each.
+        let together = if traffic.awaited >= 0.5 {
+            traffic.in_flight
+        } else {
+            0.0
+        };
+        let n = best_parcels_per_message(traffic, machine, kappa).max(together);
         let model = if n < 1.5 {
             Coalescing::Off
         } else {
@@ -657,36 +695,41 @@ mod tests {
     }
 
     #[test]
-    fn a_lone_awaited_call_is_not_coalesced_and_nothing_larger_is_tried() {
-        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
-        let lone = Traffic {
-            parcels_per_s: 20_000.0,
-            bytes_per_parcel: 16.0,
-            awaited: 1.0,
-            in_flight: 1.0,
-        };
+    fn a_lone_awaited_call_gets_the_default_and_nothing_larger_is_tried() {
+        // From a setting of 10,000 parcels and a 5 ms timer, a lone awaited
+        // call goes back to the default count and its 100 µs timer (the
+        // idle flush sends it when its worker has nothing else to do).
+        let slow = count_with(10_000, 5_000);
+        let mut tuner = Tuner::new(slow, AdaptivePolicy::DEFAULT.into());
+        let lone = awaited(20_000.0, 1.0);
         let decisions = run(&mut tuner, lone, 0.0, 0.0, 30);
         assert_eq!(decisions.len(), 1, "{decisions:?}");
-        assert_eq!(tuner.in_force(), Coalescing::Off);
+        assert!(matches!(decisions[0].reason, Reason::LatencyBound { .. }));
+        assert_eq!(tuner.in_force(), Coalescing::default());
+        // Already the default: no decision.
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        assert!(run(&mut tuner, lone, 0.0, 0.0, 30).is_empty());
+    }
+
+    #[test]
+    fn calls_awaited_together_share_a_message() {
+        // 500 calls in flight together at 100,000/s: √(2Qα/κ) is 26
+        // parcels, but the 500 were issued at once and go in one message.
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        let decisions = run(&mut tuner, awaited(1e5, 500.0), 0.0, 0.0, 5);
+        let first = decisions.first().and_then(|d| count(d.setting));
+        assert_eq!(first.map(|p| p.num_parcels), Some(500), "{decisions:?}");
     }
 
     #[test]
     fn a_setting_already_between_the_model_and_four_times_it_is_kept() {
         // 3 M posts/s: n* = 648. 2,000 parcels a message with a timer
         // long enough to fill them: within [n*, 4n*], no decision.
-        let within = Coalescing::Count(CountPolicy {
-            num_parcels: 2_000,
-            interval_us: 10_000,
-            ..CountPolicy::DEFAULT
-        });
+        let within = count_with(2_000, 10_000);
         let mut tuner = Tuner::new(within, AdaptivePolicy::DEFAULT.into());
         assert!(run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 50).is_empty());
         // The same count under a 100 µs timer sends 300 parcels: below n*.
-        let cut = Coalescing::Count(CountPolicy {
-            num_parcels: 2_000,
-            interval_us: 100,
-            ..CountPolicy::DEFAULT
-        });
+        let cut = count_with(2_000, 100);
         let mut tuner = Tuner::new(cut, AdaptivePolicy::DEFAULT.into());
         let decisions = run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 50);
         assert!(
@@ -700,29 +743,52 @@ mod tests {
             matches!(decisions[0].reason, Reason::NewPhase { .. }),
             "{decisions:?}"
         );
-        let awaited = Traffic {
-            awaited: 1.0,
-            in_flight: 100.0,
-            ..posts(3e6, 8.0)
-        };
         let mut tuner = Tuner::new(within, AdaptivePolicy::DEFAULT.into());
-        assert!(!run(&mut tuner, awaited, 0.0, 0.0, 50).is_empty());
+        assert!(!run(&mut tuner, awaited(3e6, 100.0), 0.0, 0.0, 50).is_empty());
     }
 
     #[test]
     fn a_declared_kappa_replaces_the_inferred_one() {
         // Posts at 3 M/s, but the program says a second of delay costs a
-        // second: √(2 · 0.003 · 7000 / 1) ≈ 6.5 parcels a message, and
-        // nothing larger tried.
-        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into())
+        // millisecond: √(2 · 0.003 · 7000 / 0.001) ≈ 205 parcels a
+        // message, and then four times that.
+        let large = count_with(10_000, 10_000);
+        let mut tuner =
+            Tuner::new(large, AdaptivePolicy::DEFAULT.into()).declared_kappa(Some(1e-3));
+        let decisions = run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 50);
+        assert!(
+            matches!(decisions[0].reason, Reason::NewPhase { kappa, .. } if kappa == 1e-3),
+            "{decisions:?}"
+        );
+        assert_eq!(
+            count(decisions[0].setting).map(|p| p.num_parcels),
+            Some(205)
+        );
+        // Declared latency-bound: the default, nothing else tried.
+        let mut tuner = Tuner::new(count_with(10_000, 100), AdaptivePolicy::DEFAULT.into())
             .declared_kappa(Some(1.0));
         let decisions = run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 50);
         assert_eq!(decisions.len(), 1, "{decisions:?}");
-        assert!(
-            matches!(decisions[0].reason, Reason::NewPhase { kappa, .. } if kappa == 1.0),
-            "{decisions:?}"
-        );
-        assert_eq!(count(tuner.in_force()).map(|p| p.num_parcels), Some(6));
+        assert!(matches!(decisions[0].reason, Reason::LatencyBound { kappa } if kappa == 1.0));
+    }
+
+    /// A count policy of `n` parcels and `interval_us`, otherwise the
+    /// default.
+    fn count_with(n: u32, interval_us: u64) -> Coalescing {
+        Coalescing::Count(CountPolicy {
+            num_parcels: n,
+            interval_us,
+            ..CountPolicy::DEFAULT
+        })
+    }
+
+    /// Calls awaited at `q` a second, `in_flight` of them together.
+    fn awaited(q: f64, in_flight: f64) -> Traffic {
+        Traffic {
+            awaited: 1.0,
+            in_flight,
+            ..posts(q, 16.0)
+        }
     }
 
     #[test]

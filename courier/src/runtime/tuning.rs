@@ -114,26 +114,19 @@ fn calls_in_flight(l: &Locality) -> u64 {
 /// mean of the samples weighted by themselves, `Σn² / Σn`, what a call
 /// sees rather than what the clock sees (calls awaited 500 at a time
 /// and answered in a millisecond every 5 ms wait with 499 others, though
-/// a plain mean of the samples says 100). 0 (unknown) unless calls were
-/// in flight at half the looks at least: calls that come and go between
-/// looks (bursts, sparse calls) say nothing of how they overlap, and are
-/// taken to tolerate delay as posts do (the idle flush sends what a
-/// caller with nothing else to do waits for). `None` when the locality
-/// is gone.
+/// a plain mean of the samples says 100). 0 (unknown) when no look saw
+/// one: calls that all come and go between looks are taken to tolerate
+/// delay as posts do (the idle flush sends what a caller with nothing
+/// else to do waits for). `None` when the locality is gone.
 fn sample_epoch(weak: &Weak<Locality>) -> Option<f64> {
-    let (mut sum, mut squares, mut seen) = (0.0, 0.0, 0);
+    let (mut sum, mut squares) = (0.0, 0.0);
     for _ in 0..IN_FLIGHT_SAMPLES {
         std::thread::sleep(EPOCH / IN_FLIGHT_SAMPLES);
         let n = calls_in_flight(&*weak.upgrade()?) as f64;
         sum += n;
         squares += n * n;
-        seen += u32::from(n > 0.0);
     }
-    Some(if 2 * seen >= IN_FLIGHT_SAMPLES {
-        squares / sum
-    } else {
-        0.0
-    })
+    Some(if sum > 0.0 { squares / sum } else { 0.0 })
 }
 
 fn run(weak: &Weak<Locality>) {
