@@ -1,7 +1,7 @@
-//! [`Inlining`]: how [`join`](super::join) decides between running its
+//! [`Inlining`]: how [`join`](crate::par::join) decides between running its
 //! second closure inline and making it a task.
 
-/// How [`join`](super::join) decides whether its second closure runs
+/// How [`join`](crate::par::join) decides whether its second closure runs
 /// inline (in the caller, right after the first) or as a task another
 /// worker may take. Set for a job with
 /// [`Config::inlining`](crate::Config::inlining).
@@ -61,11 +61,11 @@ impl std::str::FromStr for Inlining {
 
 /// `inlining` as the opaque code a scheduler keeps for its workers
 /// (`sched::join_policy`): 0 adaptive, 1 never, 2 + N depth N.
-pub(crate) fn policy_code(inlining: Inlining) -> u64 {
+pub(crate) const fn policy_code(inlining: Inlining) -> u64 {
     match inlining {
         Inlining::Adaptive => 0,
         Inlining::Never => 1,
-        Inlining::Depth(depth) => 2 + u64::from(depth),
+        Inlining::Depth(depth) => 2 + depth as u64,
     }
 }
 
