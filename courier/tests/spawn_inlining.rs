@@ -366,11 +366,13 @@ fn spawns_from_outside_the_workers_are_queued() {
         std::thread::spawn(move || {
             // The site as a worker would have measured it.
             assert_eq!(futures::executor::block_on(short(&outside)), 7);
-            // The only worker is kept busy until the children are spawned.
+            // The only worker is kept busy until the children are spawned
+            // (or for a while, should it run here instead).
             let gate = Arc::new(AtomicBool::new(false));
             let open = Arc::clone(&gate);
             let busy = outside.spawn(async move {
-                while !open.load(Ordering::Acquire) {
+                let start = std::time::Instant::now();
+                while !open.load(Ordering::Acquire) && start.elapsed() < Duration::from_secs(2) {
                     std::hint::spin_loop();
                 }
             });
