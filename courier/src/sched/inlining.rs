@@ -1,9 +1,13 @@
 //! [`Inlining`]: how [`join`](crate::par::join) decides between running its
-//! second closure inline and making it a task.
+//! second closure inline and making it a task, and
+//! [`Runtime::spawn`](crate::Runtime::spawn) between running a child's
+//! first poll inline and queuing it.
 
 /// How [`join`](crate::par::join) decides whether its second closure runs
 /// inline (in the caller, right after the first) or as a task another
-/// worker may take. Set for a job with
+/// worker may take, and how [`Runtime::spawn`](crate::Runtime::spawn)
+/// decides whether a child's first poll runs inline (before `spawn`
+/// returns) or the child is queued as a task. Set for a job with
 /// [`Config::inlining`](crate::Config::inlining).
 ///
 /// # Examples
@@ -17,15 +21,18 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Inlining {
-    /// From measurements: inline when the closure's expected duration
-    /// at this call site and nesting depth is below `λ_min` times the
-    /// measured task overhead.
+    /// From measurements: inline when the closure's (the child's first
+    /// poll's) expected duration at this call site and nesting depth is
+    /// below `λ_min` times the measured task overhead (for `spawn`, also
+    /// only while the worker has a task queued for the others).
     #[default]
     Adaptive,
-    /// Never inline: every `join` forks (inlining off).
+    /// Never inline: every `join` forks and every `spawn` is queued
+    /// (inlining off).
     Never,
     /// A fixed cutoff, as hand-tuned task codes have: fork above this
-    /// nesting depth of `join`s, inline at it and below.
+    /// nesting depth of `join`s, inline at it and below; run inline the
+    /// children spawned at this depth of spawns and below.
     Depth(u32),
 }
 
