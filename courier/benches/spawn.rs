@@ -1,5 +1,6 @@
 //! Task spawn + execute overhead: empty tasks on one worker of one
-//! locality; what `par::join` costs inlined and forked; an awaited call
+//! locality, queued (inlining off) and run inline by `spawn` (adaptive
+//! inlining); what `par::join` costs inlined and forked; an awaited call
 //! of a short action of the same locality.
 //!
 //! `cargo bench -p courier --bench spawn` (the system's allocator);
@@ -19,15 +20,33 @@ use criterion::{Criterion, criterion_group, criterion_main};
 /// cache, as a real fan-out does, instead of measuring page faults.
 const BATCH: u64 = 1024;
 
-/// Spawns `n` empty tasks from inside a task, in batches of [`BATCH`], and
-/// awaits them all; returns the time taken, measured on the worker. With
-/// `read_counters`, another thread evaluates a set of thread counters every
-/// 10 ms meanwhile (the cost of always-on counters being read).
-fn spawn_empty_tasks(n: u64, workers: usize, read_counters: bool) -> Duration {
+/// What each spawned task does.
+#[derive(Debug, Clone, Copy)]
+enum Child {
+    /// Nothing: done in its first poll.
+    Empty,
+    /// Yields once: its first poll waits, so adaptive inlining queues it
+    /// (the queued path with the decision's cost).
+    YieldsOnce,
+}
+
+/// Spawns `n` tasks doing `child` from inside a task, in batches of
+/// [`BATCH`], and awaits them all, under `inlining`; returns the time
+/// taken, measured on the worker. With `read_counters`, another thread
+/// evaluates a set of thread counters every 10 ms meanwhile (the cost of
+/// always-on counters being read).
+fn spawn_tasks(
+    n: u64,
+    workers: usize,
+    read_counters: bool,
+    inlining: Inlining,
+    child: Child,
+) -> Duration {
     let config = Config::new()
         .localities(1)
         .workers(workers)
-        .transport(TransportKind::Inproc);
+        .transport(TransportKind::Inproc)
+        .inlining(inlining);
     courier::launch(config, move |rt| async move {
         let stop = Arc::new(AtomicBool::new(false));
         let reader = read_counters.then(|| {
@@ -50,7 +69,13 @@ fn spawn_empty_tasks(n: u64, workers: usize, read_counters: bool) -> Duration {
         let mut left = n;
         while left > 0 {
             let batch = left.min(BATCH);
-            handles.extend((0..batch).map(|_| rt.spawn(async {})));
+            handles.extend((0..batch).map(|_| {
+                rt.spawn(async move {
+                    if let Child::YieldsOnce = child {
+                        courier::yield_now().await;
+                    }
+                })
+            }));
             for handle in handles.drain(..) {
                 handle.await;
             }
@@ -175,16 +200,31 @@ fn bench(c: &mut Criterion) {
     c.bench_function("join_forked_and_taken_back", |b| {
         b.iter_custom(|n| joins(n, Inlining::Never))
     });
+    // Queued: inlining off, every spawn is a task.
     c.bench_function("spawn_and_run_empty_task", |b| {
-        b.iter_custom(|n| spawn_empty_tasks(n, 1, false))
+        b.iter_custom(|n| spawn_tasks(n, 1, false, Inlining::Never, Child::Empty))
+    });
+    // Run inline by `spawn` once the site is measured (the first batch of
+    // each run is queued: the site is measured when its first task runs).
+    c.bench_function("spawn_and_run_empty_task_inlined", |b| {
+        b.iter_custom(|n| spawn_tasks(n, 1, false, Inlining::Adaptive, Child::Empty))
+    });
+    // Queued by the adaptive policy (a first poll that waits): what the
+    // decision adds to the queued path, against the same under `Never`.
+    c.bench_function("spawn_and_run_task_yielding_once", |b| {
+        b.iter_custom(|n| spawn_tasks(n, 1, false, Inlining::Adaptive, Child::YieldsOnce))
+    });
+    c.bench_function("spawn_and_run_task_yielding_once_never_inlined", |b| {
+        b.iter_custom(|n| spawn_tasks(n, 1, false, Inlining::Never, Child::YieldsOnce))
     });
     // The cost of counters being read: two workers in both (the sampling
-    // task needs a worker while the spawning task runs), read or not.
+    // task needs a worker while the spawning task runs), read or not;
+    // tasks queued (inlining off).
     c.bench_function("empty_tasks_2_workers_counters_never_read", |b| {
-        b.iter_custom(|n| spawn_empty_tasks(n, 2, false))
+        b.iter_custom(|n| spawn_tasks(n, 2, false, Inlining::Never, Child::Empty))
     });
     c.bench_function("empty_tasks_2_workers_counters_read_every_10ms", |b| {
-        b.iter_custom(|n| spawn_empty_tasks(n, 2, true))
+        b.iter_custom(|n| spawn_tasks(n, 2, true, Inlining::Never, Child::Empty))
     });
 }
 

@@ -974,6 +974,12 @@ pub(crate) static TYPES: &[CounterType] = &[
     worker_counter!("/threads/count/cumulative", "", "tasks finished", |w| {
         Raw::Count(w.finished)
     }),
+    worker_counter!(
+        "/threads/count/inlined",
+        "",
+        "tasks spawned with Runtime::spawn whose first poll ran inline, in the spawning code (also counted in count/cumulative once finished)",
+        |w| Raw::Count(w.inlined)
+    ),
     locality_counter!(
         "/threads/count/long-running",
         "",

@@ -514,7 +514,9 @@ impl Config {
     }
 
     /// Sets how [`par::join`](crate::par::join) decides between running
-    /// its second closure inline and as a task (default
+    /// its second closure inline and as a task, and
+    /// [`Runtime::spawn`](crate::Runtime::spawn) between running a child's
+    /// first poll inline and queuing it (default
     /// [`Inlining::Adaptive`](crate::par::Inlining::Adaptive);
     /// `COURIER_INLINING`: `adaptive`, `never` or `depth:N`), on every
     /// locality of this job.

@@ -3,9 +3,8 @@
 
 use std::panic::Location;
 
-use super::inlining::{Inlining, from_code};
-use super::sites::{self, AtDepth};
 use crate::clock::timed;
+use crate::sched::{AtDepth, Inlining, count_fork, from_code, join_depth, sample_this_one, site};
 
 /// Runs `a` and `b` and returns both results, `b` possibly on another
 /// worker of this locality.
@@ -19,7 +18,7 @@ use crate::clock::timed;
 /// [`LAMBDA_MIN`](super::LAMBDA_MIN) times the measured task overhead
 /// (`/par/time/task-overhead`), or not measured yet, and inlines
 /// otherwise; durations are measured as the program runs (see
-/// `sites.rs`), so a recursive code forks near the top of its tree and
+/// `sched/sites.rs`), so a recursive code forks near the top of its tree and
 /// inlines the rest without a cutoff in its source. Either way both
 /// closures have run when `join` returns, so they may borrow from the
 /// caller's stack, as with `rayon::join`; a panic in either resumes in
@@ -74,8 +73,8 @@ where
         let ra = a();
         return (ra, b());
     };
-    let site = sites::site(location);
-    let depth = sites::depth();
+    let site = site(location);
+    let depth = join_depth();
     let expected = site.expected_ns(depth);
     let fork = match from_code(policy) {
         Inlining::Adaptive => expected == 0 || expected >= crate::sched::task_threshold_ns(),
@@ -84,7 +83,7 @@ where
     };
     let _inside = AtDepth::enter(depth + 1);
     if fork {
-        sites::count_fork();
+        count_fork();
         let (ra, (rb, ns)) = crate::sched::fork_join(a, move || {
             // Where `b` runs, it is one level below the caller.
             let _at = AtDepth::enter(depth + 1);
@@ -96,7 +95,7 @@ where
         return (ra, rb);
     }
     let ra = a();
-    if expected == 0 || sites::sample_this_one(depth) {
+    if expected == 0 || sample_this_one(depth) {
         let (rb, ns) = timed(b);
         site.record(depth, ns);
         return (ra, rb);

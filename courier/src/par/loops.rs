@@ -114,8 +114,10 @@ where
     while next < end {
         let stop = next.saturating_add(chunk).min(end);
         let (map, reduce, identity) = (Arc::clone(&map), Arc::clone(&reduce), identity.clone());
+        // Tasks always (`spawn_task`): the chunks are sized to be worth
+        // one, and run in parallel.
         handles.push(
-            rt.spawn(async move { (next..stop).fold(identity, |acc, i| reduce(acc, map(i))) }),
+            rt.spawn_task(async move { (next..stop).fold(identity, |acc, i| reduce(acc, map(i))) }),
         );
         next = stop;
     }

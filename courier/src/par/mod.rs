@@ -4,7 +4,7 @@
 //! [`join`] runs two closures, the second inline or as a task another
 //! worker may take, decided per call site and nesting depth from measured
 //! durations against `λ_min` times the measured task overhead (see
-//! [`Inlining`] for the policies and `sites.rs` for what is measured). An
+//! [`Inlining`] for the policies and `sched/sites.rs` for what is measured). An
 //! inlined join costs about 3 ns, a fork about 175 ns (the `spawn` bench).
 //!
 //! The parallel loops run the iterations of a range on this locality's
@@ -44,19 +44,17 @@
 
 mod chunk;
 mod distributed;
-mod inlining;
 mod join;
 mod loops;
 mod overhead;
-mod sites;
 mod slices;
 
+pub use crate::sched::Inlining;
 pub use chunk::{Chunking, LAMBDA_MIN};
 pub use distributed::for_each_locality;
-pub use inlining::Inlining;
 pub use join::join;
 
-pub(crate) use inlining::policy_code;
+pub(crate) use crate::sched::policy_code;
 pub use loops::{LoopReport, for_each, map_reduce};
 pub use slices::{AUTO_LEAF_NS, for_each_mut, map_reduce_slice};
 
@@ -69,4 +67,4 @@ pub(crate) async fn measure_task_overhead(rt: &crate::runtime::Runtime) {
     let ns = overhead::task_overhead_ns(rt).await;
     crate::sched::set_task_threshold_ns((LAMBDA_MIN * ns) as u64);
 }
-pub(crate) use sites::joins;
+pub(crate) use crate::sched::joins;

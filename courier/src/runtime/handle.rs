@@ -2,6 +2,7 @@
 
 use std::cell::{Cell, OnceCell};
 use std::future::Future;
+use std::panic::Location;
 use std::sync::Arc;
 
 use super::locality::Locality;
@@ -176,8 +177,74 @@ impl Runtime {
             .then(|| total.func_ns.saturating_sub(total.exec_ns) as f64 / total.finished as f64)
     }
 
-    /// Spawns a task on this locality's scheduler.
+    /// Spawns a task on this locality's scheduler, or runs it at once,
+    /// up to its first `.await` that waits, when that is expected to be
+    /// too short to be worth a task (dynamic inlining).
+    ///
+    /// Called on one of this locality's workers (in a task or an action)
+    /// under [`Inlining::Adaptive`] (the default), `spawn` measures how
+    /// long its children's first polls take, per call site (this call's
+    /// place in the source) and depth in the tree of spawns. Once a site
+    /// is measured below `λ_min` times the task overhead
+    /// (`/par/parameter/lambda-min`, `/par/time/task-overhead`), its next
+    /// children run inline: polled once by `spawn` itself, on the calling
+    /// thread, before it returns; a child that completes then costs a
+    /// boxed future and no task (the returned handle is then already
+    /// finished), and one that waits goes on as a task. Inlining happens
+    /// only while the calling worker has another task queued for the
+    /// other workers (or is the only worker), and at most 16 inline runs
+    /// deep. Spawns from any other thread are always queued. See
+    /// [`Inlining`] for the other policies (`Depth(n)`: a fixed depth of
+    /// spawns from which children run inline) and
+    /// `/threads/count/inlined` for how many did.
+    ///
+    /// Results do not change: the child runs as it would in a task, and
+    /// its panic is resumed where its handle is awaited either way.
+    ///
+    /// The caveat: a child run inline runs *inside* the call to `spawn`,
+    /// on the parent's thread, before the parent's next statement. A
+    /// child that blocks the thread on something the parent holds across
+    /// the `spawn` call (a `std::sync::Mutex` guard, a `RefCell` borrow,
+    /// a spin-wait for a flag the parent sets afterwards) would deadlock
+    /// or panic, where as a task it would only wait for the parent. Such
+    /// code should wait with `.await` (an async lock, a channel), which a
+    /// child run inline does as a task does; or opt out with
+    /// [`Config::inlining`](crate::Config::inlining)`(Inlining::Never)`
+    /// (or `COURIER_INLINING=never`), which also turns off `par::join`'s
+    /// inlining.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use courier::{Config, TransportKind};
+    ///
+    /// let sum = courier::launch(Config::new().localities(1).transport(TransportKind::Inproc), |rt| async move {
+    ///     let children: Vec<_> = (0..100u64).map(|i| rt.spawn(async move { i * i })).collect();
+    ///     let mut sum = 0;
+    ///     for child in children {
+    ///         sum += child.await;
+    ///     }
+    ///     Ok(sum)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(sum, 328_350);
+    /// ```
+    ///
+    /// [`Inlining`]: crate::par::Inlining
+    /// [`Inlining::Adaptive`]: crate::par::Inlining::Adaptive
+    #[track_caller]
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        crate::sched::spawn_at(&self.locality.sched, Location::caller(), future)
+    }
+
+    /// Spawns a task on this locality's scheduler, never inline: for the
+    /// runtime's own tasks that are meant to run in parallel (the chunks
+    /// of a parallel loop) or to measure what a task costs.
+    pub(crate) fn spawn_task<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,

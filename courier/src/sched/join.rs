@@ -1,8 +1,11 @@
 //! [`JoinHandle`]: the future of a spawned task's output.
 
+use std::any::Any;
 use std::future::Future;
+use std::panic;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::{Mutex, PoisonError};
+use std::task::{Context, Poll, ready};
 
 /// An owned permission to await a spawned task's output.
 ///
@@ -30,40 +33,127 @@ use std::task::{Context, Poll};
 #[must_use = "a dropped JoinHandle detaches its task; await it to get the output"]
 #[derive(Debug)]
 pub struct JoinHandle<T> {
-    task: Option<async_task::Task<T>>,
+    state: State<T>,
 }
+
+/// Where a [`JoinHandle`]'s output comes from.
+#[derive(Debug)]
+enum State<T> {
+    /// A task: its output when it ends.
+    Task(async_task::Task<T>),
+    /// The output of a task that completed on its first poll, run inline
+    /// by `spawn`.
+    Done(Mutex<T>),
+    /// The panic of a task that panicked on its first poll, run inline by
+    /// `spawn` (boxed once more: the handle stays two words).
+    Panicked(Box<Mutex<Box<dyn Any + Send>>>),
+    /// The output was taken.
+    Taken,
+}
+
+// The mutexes of `State` are never locked, only taken apart (with
+// `&mut`): they are what keeps the handle `Sync` for any `Send` output,
+// as a task's handle is.
+
+// Nothing of the handle is ever pinned: the output is moved out, never
+// polled in place.
+impl<T> Unpin for JoinHandle<T> {}
 
 impl<T> JoinHandle<T> {
     pub(crate) fn new(task: async_task::Task<T>) -> Self {
-        JoinHandle { task: Some(task) }
+        JoinHandle {
+            state: State::Task(task),
+        }
+    }
+
+    /// The handle of a task that has ended with `result` (its output or
+    /// its panic's payload).
+    pub(crate) fn done(result: std::thread::Result<T>) -> Self {
+        let state = match result {
+            Ok(out) => State::Done(Mutex::new(out)),
+            Err(payload) => State::Panicked(Box::new(Mutex::new(payload))),
+        };
+        JoinHandle { state }
     }
 
     /// Whether the task has finished (its output may be taken without waiting).
     pub fn is_finished(&self) -> bool {
-        self.task.as_ref().is_none_or(async_task::Task::is_finished)
+        match &self.state {
+            State::Task(task) => task.is_finished(),
+            State::Done(_) | State::Panicked(_) | State::Taken => true,
+        }
+    }
+}
+
+impl<T> JoinHandle<T> {
+    /// The output of a task that completed when it was spawned (resuming
+    /// its panic); panics if it was taken.
+    fn take_done(&mut self) -> T {
+        match std::mem::replace(&mut self.state, State::Taken) {
+            State::Done(out) => out.into_inner().unwrap_or_else(PoisonError::into_inner),
+            State::Panicked(payload) => {
+                panic::resume_unwind(payload.into_inner().unwrap_or_else(PoisonError::into_inner))
+            }
+            _ => panic!("JoinHandle polled after it returned its output"),
+        }
     }
 }
 
 impl<T> Future for JoinHandle<T> {
     type Output = T;
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let task = self
-            .task
-            .as_mut()
-            .expect("JoinHandle polled after it returned its output");
-        let out = Pin::new(task).poll(cx);
-        if out.is_ready() {
-            self.task = None;
+        if let State::Task(task) = &mut self.state {
+            let out = ready!(Pin::new(task).poll(cx));
+            if let State::Task(task) = std::mem::replace(&mut self.state, State::Taken) {
+                drop(task);
+            }
+            return Poll::Ready(out);
         }
-        out
+        Poll::Ready(self.take_done())
     }
 }
 
 impl<T> Drop for JoinHandle<T> {
+    #[inline]
     fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.detach();
+        if let State::Task(_) = self.state {
+            if let State::Task(task) = std::mem::replace(&mut self.state, State::Taken) {
+                task.detach();
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    fn send_and_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn a_handle_is_send_sync_and_two_words_for_any_send_output() {
+        // `Cell` is `Send` but not `Sync`: as for a task's handle.
+        send_and_sync::<JoinHandle<Cell<u64>>>();
+        assert_eq!(size_of::<JoinHandle<()>>(), 2 * size_of::<usize>());
+    }
+
+    #[test]
+    fn a_done_handle_gives_its_output_or_resumes_its_panic() {
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let mut done = JoinHandle::done(Ok(7));
+        assert!(done.is_finished());
+        assert_eq!(Pin::new(&mut done).poll(&mut cx), Poll::Ready(7));
+        let mut panicked = JoinHandle::<u32>::done(Err(Box::new("child")));
+        assert!(panicked.is_finished());
+        let payload = panic::catch_unwind(panic::AssertUnwindSafe(|| {
+            let _ = Pin::new(&mut panicked).poll(&mut cx);
+        }))
+        .unwrap_err();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"child"));
     }
 }

@@ -17,13 +17,22 @@
 //! work, parked) in plain fields and publishes them to cache-padded atomics at
 //! maintenance points; see `stats.rs`. Short polls are timed in groups,
 //! one clock read for a few of them (`worker.rs`, `Group`).
+//!
+//! A task's first poll may also run inline, in the code that spawns it,
+//! before any task is made for it (`Scheduler::poll_inline` in
+//! `spawn.rs`); `inline.rs` decides when, from the durations measured
+//! per call site (`sites.rs`, shared with `par::join`) under the job's
+//! [`Inlining`] policy (`inlining.rs`).
 
 mod background;
 mod fork;
 mod granularity;
+mod inline;
+mod inlining;
 mod join;
 mod perf;
 mod scheduler;
+mod sites;
 mod sleep;
 mod spawn;
 mod stats;
@@ -32,9 +41,13 @@ mod yield_now;
 
 pub(crate) use background::{BackgroundWork, BlockOutcome};
 pub(crate) use granularity::{set_task_threshold_ns, task_threshold_ns};
+pub(crate) use inline::spawn_at;
+pub use inlining::Inlining;
+pub(crate) use inlining::{from_code, policy_code};
 pub use join::JoinHandle;
 pub(crate) use perf::{EVENTS as PERF_EVENTS, Perf};
 pub(crate) use scheduler::Scheduler;
+pub(crate) use sites::{AtDepth, count_fork, depth as join_depth, joins, sample_this_one, site};
 pub(crate) use stats::{StatsSnapshot, WorkerStats};
 pub(crate) use worker::{charge_network, fork_join, join_policy, label_poll, on_worker};
 pub use yield_now::{YieldNow, yield_now};

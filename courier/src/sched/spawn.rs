@@ -1,11 +1,15 @@
 //! Where tasks start: spawning (onto the spawning worker's own deque, or
-//! the injector from outside), waking a worker for a new task, and
+//! the injector from outside), running a new task's first poll inline
+//! (what `inline.rs` decides), waking a worker for a new task, and
 //! starting the worker threads. The `Scheduler` methods that need to know
 //! which worker, if any, the calling thread is.
 
 use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::task::{Context, Poll, Waker};
 
 use parking_lot::Mutex;
 use std::thread;
@@ -91,6 +95,50 @@ impl Scheduler {
         );
         self.queue_new(runnable, Queue::Tasks);
         JoinHandle::new(task)
+    }
+
+    /// Runs the first poll of a new task here, on the calling thread, a
+    /// worker of this scheduler, before any task is made for it. If the
+    /// future completes (or panics) in that poll, returns its handle, done,
+    /// and counts it as a task spawned and finished by this worker; no
+    /// task was allocated or queued. Otherwise hands the future back,
+    /// pinned where it was polled, for the caller to [`spawn`](Self::spawn):
+    /// that task polls it again, which is where it registers its waker.
+    ///
+    /// The first poll gets a waker that does nothing: a wake during it
+    /// is not needed, since the task polls the future again at once. As
+    /// for a queued task, a panic is caught and resumed where the handle
+    /// is awaited. The future is boxed first, so that it need not move
+    /// after it was polled, should it wait: one allocation, against a
+    /// task's one and its atomic state changes.
+    pub(crate) fn poll_inline<F>(&self, future: F) -> Result<JoinHandle<F::Output>, Pin<Box<F>>>
+    where
+        F: Future,
+    {
+        let mut future = Some(Box::pin(future));
+        let mut cx = Context::from_waker(Waker::noop());
+        let polled = panic::catch_unwind(AssertUnwindSafe(|| {
+            let pinned = future.as_mut().expect("not polled yet");
+            let out = pinned.as_mut().poll(&mut cx);
+            if out.is_ready() {
+                // Dropped here, as a task drops its future when it ends.
+                future = None;
+            }
+            out
+        }));
+        let out = match polled {
+            Ok(Poll::Pending) => {
+                worker::count_inlined(self, false);
+                return Err(future.expect("a pending future is kept"));
+            }
+            Ok(Poll::Ready(out)) => Ok(out),
+            Err(payload) => {
+                drop(future);
+                Err(payload)
+            }
+        };
+        worker::count_inlined(self, true);
+        Ok(JoinHandle::done(out))
     }
 
     /// Spawns the task of a forked closure onto the calling worker's deque

@@ -29,6 +29,9 @@ pub(crate) struct WorkerStats {
     pub(crate) idle_ns: u64,
     /// Tasks taken from another worker's deque or the injector.
     pub(crate) steals: u64,
+    /// Tasks this worker spawned whose first poll it ran inline, inside
+    /// the spawning code, rather than queued (`sched/inline.rs`).
+    pub(crate) inlined: u64,
 }
 
 /// Per-bucket poll counts of one worker.
@@ -46,6 +49,7 @@ pub(crate) struct PublishedStats {
     background_ns: AtomicU64,
     idle_ns: AtomicU64,
     steals: AtomicU64,
+    inlined: AtomicU64,
     poll_histogram: [AtomicU64; POLL_BUCKETS],
     /// Tasks this worker spawned: exact at every moment (counted as they
     /// are spawned, not published), written only by the worker.
@@ -68,6 +72,7 @@ impl Default for PublishedStats {
             background_ns: AtomicU64::default(),
             idle_ns: AtomicU64::default(),
             steals: AtomicU64::default(),
+            inlined: AtomicU64::default(),
             poll_histogram: std::array::from_fn(|_| AtomicU64::default()),
             spawned: AtomicU64::default(),
             running_since: AtomicU64::default(),
@@ -91,6 +96,7 @@ impl PublishedStats {
             .store(stats.background_ns, Ordering::Release);
         self.idle_ns.store(stats.idle_ns, Ordering::Release);
         self.steals.store(stats.steals, Ordering::Release);
+        self.inlined.store(stats.inlined, Ordering::Release);
     }
 
     /// Counts a task spawned by the owning worker (only it calls this).
@@ -146,6 +152,7 @@ impl PublishedStats {
             background_ns: self.background_ns.load(Ordering::Acquire),
             idle_ns: self.idle_ns.load(Ordering::Acquire),
             steals: self.steals.load(Ordering::Acquire),
+            inlined: self.inlined.load(Ordering::Acquire),
         }
     }
 }
@@ -179,6 +186,7 @@ impl StatsSnapshot {
                 background_ns: t.background_ns + w.background_ns,
                 idle_ns: t.idle_ns + w.idle_ns,
                 steals: t.steals + w.steals,
+                inlined: t.inlined + w.inlined,
             })
     }
 }

@@ -40,6 +40,9 @@ thread_local! {
     /// Tasks finished on this thread, copied into the worker's stats when
     /// it publishes them.
     static FINISHED: Cell<u64> = const { Cell::new(0) };
+    /// Spawned tasks whose first poll this thread ran inline, copied into
+    /// the worker's stats when it publishes them.
+    static INLINED: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Which deque of a worker a task goes to.
@@ -177,6 +180,46 @@ pub(super) fn current_index(scheduler: &Scheduler) -> Option<usize> {
 #[inline]
 pub(crate) fn join_policy() -> Option<u64> {
     JOIN_POLICY.get().checked_sub(1)
+}
+
+/// The join policy code (which `Runtime::spawn` reads too) if the calling
+/// thread is one of `scheduler`'s workers; `None` on any other thread.
+#[inline]
+pub(crate) fn spawn_policy(scheduler: &Scheduler) -> Option<u64> {
+    let policy = join_policy()?;
+    current_index(scheduler)?;
+    Some(policy)
+}
+
+/// Whether the calling worker has parallel slack: a task in its deque
+/// that another worker may steal, or no other worker to feed. A spawn
+/// that runs inline only then keeps the other workers as busy as queuing
+/// it would (`sched/inline.rs`). False off worker threads.
+#[inline]
+pub(crate) fn parallel_slack() -> bool {
+    LOCAL
+        .try_with(|local| {
+            local
+                .get()
+                .is_some_and(|local| local.owner.workers() == 1 || !local.queue.is_empty())
+        })
+        .unwrap_or(false)
+}
+
+/// Counts a task spawned on the calling worker of `scheduler` whose
+/// first poll ran inline; `finished`: it completed there (then it is
+/// counted as spawned and finished here, as a queued task is when it is
+/// queued and when it ends; one that did not goes on as a queued task,
+/// counted as such).
+#[inline]
+pub(super) fn count_inlined(scheduler: &Scheduler, finished: bool) {
+    INLINED.set(INLINED.get() + 1);
+    if finished {
+        if let Some(index) = current_index(scheduler) {
+            scheduler.published[index].count_spawn();
+        }
+        FINISHED.set(FINISHED.get() + 1);
+    }
 }
 
 /// Whether the calling thread is one of `scheduler`'s workers.
@@ -448,6 +491,7 @@ impl WorkerLoop<'_> {
 
     fn publish(&mut self) {
         self.stats.finished = FINISHED.with(Cell::get);
+        self.stats.inlined = INLINED.with(Cell::get);
         self.sched.published[self.index].publish(&self.stats, &self.poll_histogram);
     }
 

@@ -1,9 +1,13 @@
-//! [`Inlining`]: how [`join`](super::join) decides between running its
-//! second closure inline and making it a task.
+//! [`Inlining`]: how [`join`](crate::par::join) decides between running its
+//! second closure inline and making it a task, and
+//! [`Runtime::spawn`](crate::Runtime::spawn) between running a child's
+//! first poll inline and queuing it.
 
-/// How [`join`](super::join) decides whether its second closure runs
+/// How [`join`](crate::par::join) decides whether its second closure runs
 /// inline (in the caller, right after the first) or as a task another
-/// worker may take. Set for a job with
+/// worker may take, and how [`Runtime::spawn`](crate::Runtime::spawn)
+/// decides whether a child's first poll runs inline (before `spawn`
+/// returns) or the child is queued as a task. Set for a job with
 /// [`Config::inlining`](crate::Config::inlining).
 ///
 /// # Examples
@@ -17,15 +21,18 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Inlining {
-    /// From measurements: inline when the closure's expected duration
-    /// at this call site and nesting depth is below `λ_min` times the
-    /// measured task overhead.
+    /// From measurements: inline when the closure's (the child's first
+    /// poll's) expected duration at this call site and nesting depth is
+    /// below `λ_min` times the measured task overhead (for `spawn`, also
+    /// only while the worker has a task queued for the others).
     #[default]
     Adaptive,
-    /// Never inline: every `join` forks (inlining off).
+    /// Never inline: every `join` forks and every `spawn` is queued
+    /// (inlining off).
     Never,
     /// A fixed cutoff, as hand-tuned task codes have: fork above this
-    /// nesting depth of `join`s, inline at it and below.
+    /// nesting depth of `join`s, inline at it and below; run inline the
+    /// children spawned at this depth of spawns and below.
     Depth(u32),
 }
 
@@ -61,11 +68,11 @@ impl std::str::FromStr for Inlining {
 
 /// `inlining` as the opaque code a scheduler keeps for its workers
 /// (`sched::join_policy`): 0 adaptive, 1 never, 2 + N depth N.
-pub(crate) fn policy_code(inlining: Inlining) -> u64 {
+pub(crate) const fn policy_code(inlining: Inlining) -> u64 {
     match inlining {
         Inlining::Adaptive => 0,
         Inlining::Never => 1,
-        Inlining::Depth(depth) => 2 + u64::from(depth),
+        Inlining::Depth(depth) => 2 + depth as u64,
     }
 }
 

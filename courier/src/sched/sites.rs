@@ -1,6 +1,7 @@
-//! What [`join`](super::join) knows of its call sites: the measured
+//! What [`par::join`](crate::par::join) knows of its call sites: the measured
 //! duration of the second closure per call site and nesting depth, and
-//! the nesting depth of the calling thread.
+//! the nesting depth of the calling thread. `Runtime::spawn` keeps the
+//! durations of its sites' first polls in the same tables (`inline.rs`).
 //!
 //! Why per depth: at one call site of a recursive code (fib, a merge
 //! sort, a tree search) a child's duration depends on how deep it is,
@@ -31,41 +32,43 @@
 
 use std::cell::{Cell, RefCell};
 use std::panic::Location;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use rustc_hash::FxHashMap;
 
 /// Depths measured apart; deeper calls share the last entry.
-pub(super) const DEPTHS: usize = 48;
+pub(crate) const DEPTHS: usize = 48;
 
 /// Deep inlined calls are timed one in this many (per thread); a power of
 /// two.
-pub(super) const SAMPLE_EVERY: u32 = 64;
+pub(crate) const SAMPLE_EVERY: u32 = 64;
 
 /// Inlined calls a thread counts before adding them to the process's
 /// count (`/par/count/inlined`): a shared atomic, so not on every call.
-pub(super) const COUNT_EVERY: u32 = 4096;
+pub(crate) const COUNT_EVERY: u32 = 4096;
 
 /// Inlined calls at depths below this are always timed (1 + 2 + 4 calls
 /// of a binary tree; a `join` outside any other pays a clock read, about
 /// 15 ns).
-pub(super) const ALWAYS_TIMED: u32 = 3;
+pub(crate) const ALWAYS_TIMED: u32 = 3;
 
 /// Entries of each thread's cache of sites (a power of two).
 const CACHE: usize = 16;
 
 /// The measured durations of one call site.
 #[derive(Debug)]
-pub(super) struct Site {
+pub(crate) struct Site {
     /// Per depth, an average of the second closure's duration in ns (0:
     /// not measured yet).
     expected_ns: [AtomicU64; DEPTHS],
+    /// Calls counted by [`tick`](Self::tick).
+    calls: AtomicU32,
 }
 
 impl Site {
     /// The expected duration at `depth`, in ns (0: unknown).
     #[inline]
-    pub(super) fn expected_ns(&self, depth: u32) -> u64 {
+    pub(crate) fn expected_ns(&self, depth: u32) -> u64 {
         self.slot(depth).load(Ordering::Relaxed)
     }
 
@@ -75,13 +78,23 @@ impl Site {
     /// one less than half of it replaces it too; others leave it. So the
     /// estimate follows the longest recent durations, which is what the
     /// decision to fork is about, and is rarely written.
-    pub(super) fn record(&self, depth: u32, ns: u64) {
+    pub(crate) fn record(&self, depth: u32, ns: u64) {
         let slot = self.slot(depth);
         let ns = ns.max(1);
         let old = slot.load(Ordering::Relaxed);
         if old == 0 || ns > old + old / 8 || ns < old / 2 {
             slot.store(ns, Ordering::Relaxed);
         }
+    }
+
+    /// Counts a call at this site and returns how many there were
+    /// before (wrapping), for sampling per site (`inline.rs`). Only the
+    /// thread whose table this is calls it: no read-modify-write.
+    #[inline]
+    pub(crate) fn tick(&self) -> u32 {
+        let calls = self.calls.load(Ordering::Relaxed);
+        self.calls.store(calls.wrapping_add(1), Ordering::Relaxed);
+        calls
     }
 
     #[inline]
@@ -98,7 +111,7 @@ static FORKS: AtomicU64 = AtomicU64::new(0);
 static INLINED: AtomicU64 = AtomicU64::new(0);
 
 /// Counts a forked `join`.
-pub(super) fn count_fork() {
+pub(crate) fn count_fork() {
     FORKS.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -126,7 +139,7 @@ thread_local! {
 
 /// The calling thread's table of the call site `location`.
 #[inline]
-pub(super) fn site(location: &'static Location<'static>) -> &'static Site {
+pub(crate) fn site(location: &'static Location<'static>) -> &'static Site {
     let key = std::ptr::from_ref(location) as usize;
     let index = (key >> 4) % CACHE;
     RECENT.with(|recent| match recent[index].get() {
@@ -145,6 +158,7 @@ fn lookup(key: usize) -> &'static Site {
         *tables.borrow_mut().entry(key).or_insert_with(|| {
             Box::leak(Box::new(Site {
                 expected_ns: [const { AtomicU64::new(0) }; DEPTHS],
+                calls: AtomicU32::new(0),
             }))
         })
     })
@@ -152,7 +166,7 @@ fn lookup(key: usize) -> &'static Site {
 
 /// The calling thread's nesting depth of `join`s.
 #[inline]
-pub(super) fn depth() -> u32 {
+pub(crate) fn depth() -> u32 {
     DEPTH.get()
 }
 
@@ -162,7 +176,7 @@ pub(super) fn depth() -> u32 {
 /// many timed calls at every depth and a site whose children grew is
 /// noticed in one call near the top.
 #[inline]
-pub(super) fn sample_this_one(depth: u32) -> bool {
+pub(crate) fn sample_this_one(depth: u32) -> bool {
     let tick = TICK.get().wrapping_add(1);
     TICK.set(tick);
     if tick % COUNT_EVERY == 0 {
@@ -175,11 +189,11 @@ pub(super) fn sample_this_one(depth: u32) -> bool {
 /// Sets the calling thread's depth to `depth` until dropped (also when
 /// unwinding), then puts back what it was.
 #[derive(Debug)]
-pub(super) struct AtDepth(u32);
+pub(crate) struct AtDepth(u32);
 
 impl AtDepth {
     #[inline]
-    pub(super) fn enter(depth: u32) -> AtDepth {
+    pub(crate) fn enter(depth: u32) -> AtDepth {
         AtDepth(DEPTH.replace(depth))
     }
 }
