@@ -157,18 +157,6 @@ pub(crate) fn count_policy(parcels: f64, traffic: &Traffic, bounds: &Bounds) -> 
     }
 }
 
-/// The setting of traffic whose callers wait: the default count policy
-/// (4,096 parcels, 100 µs) within `bounds`. What a waiting caller needs
-/// the idle flush sends; the timer bounds the wait while its worker is
-/// busy.
-pub(crate) fn latency_policy(bounds: &Bounds) -> CountPolicy {
-    CountPolicy {
-        num_parcels: CountPolicy::DEFAULT.num_parcels.min(bounds.max_parcels),
-        max_bytes: CountPolicy::DEFAULT.max_bytes.min(bounds.max_bytes),
-        ..CountPolicy::DEFAULT
-    }
-}
-
 /// The parcels a buffer under `policy` holds when it leaves, for
 /// `traffic`: its count, or fewer when the timer (the first parcel waited
 /// the interval) or the byte bound sends it first. The default's 100 µs

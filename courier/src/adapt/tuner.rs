@@ -10,12 +10,15 @@
 //! skipped. In each phase the tuner makes at most three decisions:
 //!
 //! 1. the model's setting (`model.rs`, `n* = √(2Qα/κ)` within the bounds,
-//!    at least the calls awaited together: they were issued together),
+//!    and for traffic that tolerates delay at least the calls awaited
+//!    together: they were issued together),
 //!    unless the one in force is close to it, or the traffic tolerates
 //!    delay and the one in force sends buffers of `n*` to `4n*` parcels
 //!    already (counting what its timer cuts short: `parcels_held`): the
-//!    range the next step searches, entered from its cheap side; moving
-//!    down to `n*` first would cost a short phase its dearest trial;
+//!    range the next step searches, entered from its cheap side: the
+//!    search goes on from it (step 2 with four times what it holds,
+//!    judged against the epochs that made the phase), as moving down to
+//!    `n*` first would cost a short phase its dearest trial;
 //! 2. for traffic that tolerates delay (posts, many calls in flight), four
 //!    times as many parcels a message, to see whether the model's α
 //!    undervalued a message (a receiver's cost per message, cache effects:
@@ -27,10 +30,12 @@
 //!    workload lost more to 16–64 parcels a message than to 16,384), so
 //!    a tie goes to the larger.
 //!
-//! Traffic whose callers wait (κ ≥ 0.1) gets one decision: the default
-//! count policy (`model::latency_policy`), whose short timer bounds a
-//! call's wait while its worker is busy; the idle flush sends it as soon
-//! as the worker has nothing else to do.
+//! Traffic whose callers wait (κ ≥ 0.1) gets one decision, the model's
+//! setting (one parcel a message, coalescing off, for a caller with one
+//! call in flight): on an idle machine that was the fastest setting for
+//! calls awaited one at a time, paced or sparse (BENCHMARKS.md, issue
+//! #15, where the default count with its idle flush cost them 4–350 %
+//! more).
 //!
 //! Then it stays put until the traffic changes: no decision is made while
 //! it is steady.
@@ -38,7 +43,7 @@
 use std::fmt;
 
 use super::model::{
-    Bounds, Machine, Traffic, best_parcels_per_message, count_policy, latency_policy, parcels_held,
+    Bounds, Machine, Traffic, best_parcels_per_message, count_policy, parcels_held,
 };
 use crate::aggregate::Coalescing;
 
@@ -154,9 +159,6 @@ pub(crate) enum Reason {
         kappa: f64,
         alpha_ns: f64,
     },
-    /// A phase of calls whose callers wait (κ this high): the default
-    /// count policy, its short timer and the idle flush.
-    LatencyBound { kappa: f64 },
     /// Trying four times the parcels a message; the model's setting cost
     /// this much a parcel.
     TryLarger { cost_ns_per_parcel: f64 },
@@ -177,11 +179,6 @@ impl fmt::Display for Reason {
                 f,
                 "new phase: Q = {parcels_per_s:.0}/s, S = {bytes_per_parcel:.0} B, \
                  κ = {kappa:.1e}, α = {alpha_ns:.0} ns: √(2Qα/κ)"
-            ),
-            Reason::LatencyBound { kappa } => write!(
-                f,
-                "new phase, callers waiting (κ = {kappa:.2}): the default count with its short \
-                 timer; the idle flush sends what a waiting caller needs"
             ),
             Reason::TryLarger { cost_ns_per_parcel } => write!(
                 f,
@@ -225,7 +222,10 @@ pub(crate) struct Tuner {
     /// began it, then a moving mean of its epochs.
     phase: Option<Traffic>,
     /// Epochs in a row unlike the phase: their mean and number.
-    candidate: Option<(Traffic, u32)>,
+    /// Epochs in a row unlike the phase: the mean of their traffic and
+    /// of their cost per parcel (under the setting in force), and their
+    /// number.
+    candidate: Option<(Traffic, f64, u32)>,
     /// The cost of the setting in force, being measured.
     samples: Samples,
     step: Step,
@@ -301,10 +301,14 @@ impl Tuner {
                 // CONFIRM_EPOCHS, then a moving mean of as many (a first
                 // epoch that caught the end of the last phase is
                 // outweighed, and after a slowdown's ten it is forgotten).
-                let (mut mean, mut count) = self.candidate.unwrap_or((*now, 0));
+                let cost = epoch.cost_ns_per_parcel;
+                let (mut mean, mut mean_cost, mut count) =
+                    self.candidate.unwrap_or((*now, cost, 0));
                 count += 1;
-                mean = mean.toward(now, 1.0 / f64::from(count.min(CONFIRM_EPOCHS)));
-                self.candidate = Some((mean, count));
+                let weight = 1.0 / f64::from(count.min(CONFIRM_EPOCHS));
+                mean = mean.toward(now, weight);
+                mean_cost += (cost - mean_cost) * weight;
+                self.candidate = Some((mean, mean_cost, count));
                 let confirm = match phase {
                     Some(phase) if now.parcels_per_s < phase.parcels_per_s => CONFIRM_SLOWER_EPOCHS,
                     _ => CONFIRM_EPOCHS,
@@ -313,7 +317,7 @@ impl Tuner {
                     return None;
                 }
                 self.candidate = None;
-                return self.begin_phase(&mean, machine);
+                return self.begin_phase(&mean, mean_cost, machine);
             }
         }
         if self.step == Step::Settled {
@@ -366,30 +370,23 @@ impl Tuner {
         }
     }
 
-    fn begin_phase(&mut self, traffic: &Traffic, machine: &Machine) -> Option<Decision> {
+    /// Begins a phase of `traffic`, whose epochs so far cost `cost_ns` a
+    /// parcel under the setting in force.
+    fn begin_phase(
+        &mut self,
+        traffic: &Traffic,
+        cost_ns: f64,
+        machine: &Machine,
+    ) -> Option<Decision> {
         self.phase = Some(*traffic);
         self.in_phase = 0;
         let kappa = self.kappa(traffic);
-        if kappa >= LATENCY_BOUND_KAPPA {
-            // Callers wait: the idle flush sends a call as soon as its
-            // worker has nothing else to do, whatever the count, and the
-            // default's short timer bounds its wait while the worker is
-            // busy. The model's one parcel a message sends each call from
-            // inside its caller's task instead, which measured no faster
-            // for calls awaited one at a time and slower for sparse ones
-            // (BENCHMARKS.md, issue #15).
-            self.step = Step::Settled;
-            self.samples = Samples::default();
-            let default = Coalescing::Count(latency_policy(&self.bounds));
-            if !differs(&default, &self.in_force) {
-                return None;
-            }
-            return self.decide(default, Reason::LatencyBound { kappa });
-        }
-        // Calls awaited together were issued together: a message that
-        // holds them all sends them at once (a burst, a batch), so the
-        // count is at least the calls in flight with each.
-        let together = if traffic.awaited >= 0.5 {
+        let tolerant = kappa < LATENCY_BOUND_KAPPA;
+        // Many calls awaited together, in traffic that tolerates delay,
+        // were issued together: a message that holds them all sends them
+        // at once (a burst, a batch), so the count is at least the calls
+        // in flight with each.
+        let together = if tolerant && traffic.awaited >= 0.5 {
             traffic.in_flight
         } else {
             0.0
@@ -401,13 +398,29 @@ impl Tuner {
             Coalescing::Count(count_policy(n, traffic, &self.bounds))
         };
         self.step = Step::Measure { model };
-        if kappa < LATENCY_BOUND_KAPPA && self.holds_between(traffic, n, n * LARGER) {
-            // Already where the search would end, on the cheap side of
-            // the optimum: moving down to the model's count first would
-            // cost the phase its most expensive trial.
-            self.step = Step::Settled;
+        if tolerant && let Some(held) = self.holds_between(traffic, n, n * LARGER) {
+            // Already where the model's search begins, on the cheap side
+            // of the optimum: moving down to the model's count first would
+            // cost the phase its dearest trial. The epochs that made the
+            // phase measured the setting in force; the search goes on from
+            // there, with four times what its buffers hold.
+            let in_force = self.in_force;
+            let larger = Coalescing::Count(count_policy(held * LARGER, traffic, &self.bounds));
             self.samples = Samples::default();
-            return None;
+            if !differs(&larger, &in_force) {
+                self.step = Step::Settled;
+                return None;
+            }
+            self.step = Step::Compare {
+                model: in_force,
+                model_ns: cost_ns,
+            };
+            return self.decide(
+                larger,
+                Reason::TryLarger {
+                    cost_ns_per_parcel: cost_ns,
+                },
+            );
         }
         if !differs(&model, &self.in_force) {
             self.samples = Samples::default();
@@ -424,16 +437,17 @@ impl Tuner {
         )
     }
 
-    /// Whether the setting in force sends buffers of between `low` and
-    /// `high` parcels of `traffic` (within the tolerance of [`differs`]).
-    fn holds_between(&self, traffic: &Traffic, low: f64, high: f64) -> bool {
+    /// The parcels the setting in force sends a buffer of `traffic`, if
+    /// between `low` and `high` (within the tolerance of [`differs`]).
+    fn holds_between(&self, traffic: &Traffic, low: f64, high: f64) -> Option<f64> {
         let Coalescing::Count(policy) = self.in_force else {
-            return false;
+            return None;
         };
         let held = parcels_held(&policy, traffic);
-        policy.max_bytes <= self.bounds.max_bytes
+        (policy.max_bytes <= self.bounds.max_bytes
             && policy.num_parcels <= self.bounds.max_parcels
-            && (low * 0.8..=high * 1.25).contains(&held)
+            && (low * 0.8..=high * 1.25).contains(&held))
+        .then_some(held)
     }
 
     fn decide(&mut self, setting: Coalescing, reason: Reason) -> Option<Decision> {
@@ -695,20 +709,11 @@ mod tests {
     }
 
     #[test]
-    fn a_lone_awaited_call_gets_the_default_and_nothing_larger_is_tried() {
-        // From a setting of 10,000 parcels and a 5 ms timer, a lone awaited
-        // call goes back to the default count and its 100 µs timer (the
-        // idle flush sends it when its worker has nothing else to do).
-        let slow = count_with(10_000, 5_000);
-        let mut tuner = Tuner::new(slow, AdaptivePolicy::DEFAULT.into());
-        let lone = awaited(20_000.0, 1.0);
-        let decisions = run(&mut tuner, lone, 0.0, 0.0, 30);
-        assert_eq!(decisions.len(), 1, "{decisions:?}");
-        assert!(matches!(decisions[0].reason, Reason::LatencyBound { .. }));
-        assert_eq!(tuner.in_force(), Coalescing::default());
-        // Already the default: no decision.
+    fn a_lone_awaited_call_is_not_coalesced_and_nothing_larger_is_tried() {
         let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
-        assert!(run(&mut tuner, lone, 0.0, 0.0, 30).is_empty());
+        let decisions = run(&mut tuner, awaited(20_000.0, 1.0), 0.0, 0.0, 30);
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        assert_eq!(tuner.in_force(), Coalescing::Off);
     }
 
     #[test]
@@ -722,12 +727,26 @@ mod tests {
     }
 
     #[test]
-    fn a_setting_already_between_the_model_and_four_times_it_is_kept() {
+    fn a_setting_already_between_the_model_and_four_times_it_is_searched_from() {
         // 3 M posts/s: n* = 648. 2,000 parcels a message with a timer
-        // long enough to fill them: within [n*, 4n*], no decision.
+        // long enough to fill them: within [n*, 4n*]. No move down to n*:
+        // the next try is four times what it holds, judged against the
+        // cost of the epochs that made the phase.
         let within = count_with(2_000, 10_000);
         let mut tuner = Tuner::new(within, AdaptivePolicy::DEFAULT.into());
-        assert!(run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 50).is_empty());
+        let decisions = run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 50);
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        assert!(matches!(decisions[0].reason, Reason::TryLarger { .. }));
+        assert_eq!(
+            count(decisions[0].setting).map(|p| p.num_parcels),
+            Some(8_000)
+        );
+        // Dearer: back to the setting that was in force.
+        let mut tuner = Tuner::new(within, AdaptivePolicy::DEFAULT.into());
+        let decisions = run_costing(&mut tuner, posts(3e6, 8.0), 30, |_, n| 20.0 + n / 100.0);
+        assert_eq!(decisions.len(), 2, "{decisions:?}");
+        assert!(matches!(decisions[1].reason, Reason::Revert { .. }));
+        assert_eq!(tuner.in_force(), within);
         // The same count under a 100 µs timer sends 300 parcels: below n*.
         let cut = count_with(2_000, 100);
         let mut tuner = Tuner::new(cut, AdaptivePolicy::DEFAULT.into());
@@ -764,12 +783,13 @@ mod tests {
             count(decisions[0].setting).map(|p| p.num_parcels),
             Some(205)
         );
-        // Declared latency-bound: the default, nothing else tried.
-        let mut tuner = Tuner::new(count_with(10_000, 100), AdaptivePolicy::DEFAULT.into())
+        // Declared latency-bound: √(2 · 0.003 · 7000 / 1) ≈ 6.5 parcels,
+        // nothing larger tried.
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into())
             .declared_kappa(Some(1.0));
         let decisions = run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 50);
         assert_eq!(decisions.len(), 1, "{decisions:?}");
-        assert!(matches!(decisions[0].reason, Reason::LatencyBound { kappa } if kappa == 1.0));
+        assert_eq!(count(tuner.in_force()).map(|p| p.num_parcels), Some(6));
     }
 
     /// A count policy of `n` parcels and `interval_us`, otherwise the
