@@ -76,6 +76,11 @@ pub(crate) const CONFIRM_EPOCHS: u32 = 3;
 /// 133 parcels a message for the first 30 ms of the next batch.
 pub(crate) const CONFIRM_SLOWER_EPOCHS: u32 = 10;
 
+/// How many times faster than its phase traffic must be, while
+/// coalescing is off, for one epoch to begin a new phase. A guess, tune
+/// me.
+pub(crate) const OFF_SPEEDUP: f64 = 8.0;
+
 /// Epochs whose cost per parcel is averaged to judge a setting, after
 /// one left out (it mixes the old setting, and the flush of the change).
 /// One epoch's cost swung 3–40 ns on ig. A guess, tune me.
@@ -319,13 +324,16 @@ impl Tuner {
                 self.candidate = Some((mean, mean_cost, count));
                 let confirm = match phase {
                     Some(phase) if now.parcels_per_s < phase.parcels_per_s => CONFIRM_SLOWER_EPOCHS,
-                    // Traffic that speeds up while coalescing is off pays a
-                    // message a parcel until the phase is confirmed (a
-                    // batch after calls awaited one at a time ran a fifth
-                    // of its 0.1 s off): one epoch confirms it.
+                    // Traffic many times faster while coalescing is off
+                    // pays a message a parcel until the phase is confirmed
+                    // (a batch after calls awaited one at a time ran a
+                    // fifth of its 0.1 s off): one epoch confirms it. A
+                    // smaller change waits as any other (bursts after
+                    // one-at-a-time calls, begun from one epoch, cost
+                    // them a fifth more).
                     Some(phase)
                         if self.in_force == Coalescing::Off
-                            && now.parcels_per_s > phase.parcels_per_s =>
+                            && now.parcels_per_s > phase.parcels_per_s * OFF_SPEEDUP =>
                     {
                         1
                     }
