@@ -360,24 +360,7 @@ impl Tuner {
                 if self.kappa(&epoch.traffic) >= LATENCY_BOUND_KAPPA {
                     return None;
                 }
-                let larger = Coalescing::Count(count_policy(
-                    f64::from(policy.num_parcels) * LARGER,
-                    &epoch.traffic,
-                    &self.bounds,
-                ));
-                if !differs(&larger, &model) {
-                    return None;
-                }
-                self.step = Step::Compare {
-                    model,
-                    model_ns: cost,
-                };
-                self.decide(
-                    larger,
-                    Reason::TryLarger {
-                        cost_ns_per_parcel: cost,
-                    },
-                )
+                self.try_larger(model, f64::from(policy.num_parcels), &epoch.traffic, cost)
             }
             Step::Compare { model, model_ns } => {
                 self.step = Step::Settled;
@@ -430,23 +413,8 @@ impl Tuner {
             // cost the phase its dearest trial. The epochs that made the
             // phase measured the setting in force; the search goes on from
             // there, with four times what its buffers hold.
-            let in_force = self.in_force;
-            let larger = Coalescing::Count(count_policy(held * LARGER, traffic, &self.bounds));
             self.samples = Samples::default();
-            if !differs(&larger, &in_force) {
-                self.step = Step::Settled;
-                return None;
-            }
-            self.step = Step::Compare {
-                model: in_force,
-                model_ns: cost_ns,
-            };
-            return self.decide(
-                larger,
-                Reason::TryLarger {
-                    cost_ns_per_parcel: cost_ns,
-                },
-            );
+            return self.try_larger(self.in_force, held, traffic, cost_ns);
         }
         if !differs(&model, &self.in_force) {
             self.samples = Samples::default();
@@ -459,6 +427,33 @@ impl Tuner {
                 bytes_per_parcel: traffic.bytes_per_parcel,
                 kappa,
                 alpha_ns: machine.alpha_ns,
+            },
+        )
+    }
+
+    /// Tries [`LARGER`] times `parcels` a message instead of `from`, which
+    /// cost `cost_ns` a parcel: the next epochs judge it against that
+    /// (`Step::Compare`). Nothing if that is no different from `from`.
+    fn try_larger(
+        &mut self,
+        from: Coalescing,
+        parcels: f64,
+        traffic: &Traffic,
+        cost_ns: f64,
+    ) -> Option<Decision> {
+        let larger = Coalescing::Count(count_policy(parcels * LARGER, traffic, &self.bounds));
+        if !differs(&larger, &from) {
+            self.step = Step::Settled;
+            return None;
+        }
+        self.step = Step::Compare {
+            model: from,
+            model_ns: cost_ns,
+        };
+        self.decide(
+            larger,
+            Reason::TryLarger {
+                cost_ns_per_parcel: cost_ns,
             },
         )
     }
