@@ -48,6 +48,48 @@ fn spawned_tree_runs_every_task_once() {
     }
 }
 
+/// A fan-out larger than a worker's own deque (4,096 tasks): the tasks
+/// beyond it go to the shared queue, and every task still runs exactly
+/// once, on one worker or several.
+#[test]
+fn a_fan_out_beyond_a_workers_deque_runs_every_task_once() {
+    common::with_deadline("the fan-out", HANG, fan_out_beyond_a_workers_deque);
+}
+
+fn fan_out_beyond_a_workers_deque() {
+    const TASKS: usize = 20_000;
+    for workers in [1, 2, 4] {
+        let config = common::inproc(1)
+            .workers(workers)
+            .inlining(courier::par::Inlining::Never);
+        let runs = courier::launch(config, |rt| async move {
+            let runs: Arc<Vec<AtomicU64>> =
+                Arc::new((0..TASKS).map(|_| AtomicU64::new(0)).collect());
+            let handles: Vec<_> = (0..TASKS)
+                .map(|i| {
+                    let runs = Arc::clone(&runs);
+                    rt.spawn(async move {
+                        runs[i].fetch_add(1, Ordering::Relaxed);
+                        i
+                    })
+                })
+                .collect();
+            for (i, handle) in handles.into_iter().enumerate() {
+                assert_eq!(handle.await, i);
+            }
+            Ok(runs)
+        })
+        .unwrap();
+        let wrong: Vec<_> = (0..TASKS)
+            .filter(|&i| runs[i].load(Ordering::Relaxed) != 1)
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "{workers} workers: tasks not run once: {wrong:?}"
+        );
+    }
+}
+
 /// A lost wake-up shows as a hang: these tests fail after this long
 /// instead (they take well under a second).
 const HANG: Duration = Duration::from_secs(60);

@@ -1,9 +1,11 @@
 //! The work-stealing task scheduler of one locality.
 //!
-//! Each locality runs `workers` threads. A worker owns a FIFO deque
-//! ([`crossbeam_deque::Worker`]); tasks spawned from outside any worker go to a
-//! shared [`crossbeam_deque::Injector`]. Tasks are [`async_task`] cells, so every
-//! task is a future and every spawn returns a [`JoinHandle`].
+//! Each locality runs `workers` threads. A worker owns a bounded FIFO deque
+//! (`deque.rs`, an `st3` queue of 4,096 tasks); tasks spawned from outside any
+//! worker, and those beyond a full deque, go to a shared
+//! [`crossbeam_deque::Injector`]. Thieves take half a deque at once. Tasks are
+//! [`async_task`] cells, so every task is a future and every spawn returns a
+//! [`JoinHandle`].
 //!
 //! A worker looks for work in this order: its own deque, the injector, the
 //! other workers' deques. Between tasks it runs *background work* (network
@@ -25,6 +27,7 @@
 //! [`Inlining`] policy (`inlining.rs`).
 
 mod background;
+mod deque;
 mod fork;
 mod granularity;
 mod inline;

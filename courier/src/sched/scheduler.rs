@@ -13,6 +13,7 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 
 use super::background::{BackgroundWork, NoBackgroundWork};
+use super::deque::{TASK_DEQUE_CAPACITY, TaskDeque, TaskStealer, holds_tasks};
 use super::perf::Perf;
 use super::sleep::Sleep;
 use super::stats::{PublishedStats, StatsSnapshot};
@@ -56,8 +57,8 @@ pub(crate) struct Scheduler {
     /// What this scheduler's tasks keep to find it.
     pub(super) id: SchedulerId,
     pub(super) injector: Injector<Runnable>,
-    pub(super) stealers: Vec<Stealer<Runnable>>,
-    pub(super) locals: Mutex<Vec<Option<Worker<Runnable>>>>,
+    pub(super) stealers: Vec<TaskStealer>,
+    pub(super) locals: Mutex<Vec<Option<TaskDeque>>>,
     /// The other ends of the workers' deques of forked closures (see
     /// `fork.rs`): what an idle worker, or one waiting for a forked
     /// closure, takes from the others.
@@ -101,8 +102,10 @@ impl Scheduler {
     /// Panics if `workers` is zero.
     pub(crate) fn new(workers: usize) -> Arc<Self> {
         assert!(workers > 0, "a scheduler needs at least one worker");
-        let locals: Vec<Worker<Runnable>> = (0..workers).map(|_| Worker::new_fifo()).collect();
-        let stealers = locals.iter().map(Worker::stealer).collect();
+        let locals: Vec<TaskDeque> = (0..workers)
+            .map(|_| TaskDeque::new(TASK_DEQUE_CAPACITY))
+            .collect();
+        let stealers = locals.iter().map(TaskDeque::stealer).collect();
         // Oldest first, as the task deques (newest first made fib twice
         // slower on two workers: a waiting worker took its own latest
         // offers back as tasks instead of its thief's).
@@ -160,10 +163,11 @@ impl Scheduler {
         self.stealers.len()
     }
 
-    /// Whether any queue holds a task.
-    pub(super) fn has_work(&self) -> bool {
+    /// Whether any queue holds a task, asked by the worker owning `mine`.
+    pub(super) fn has_work(&self, mine: &TaskDeque) -> bool {
         !self.injector.is_empty()
-            || self.stealers.iter().any(|s| !s.is_empty())
+            || !mine.is_empty()
+            || self.stealers.iter().any(|s| holds_tasks(s, mine))
             || self.offer_stealers.iter().any(|s| !s.is_empty())
     }
 

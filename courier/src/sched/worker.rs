@@ -10,6 +10,7 @@ use async_task::Runnable;
 use crossbeam_deque::{Steal, Worker};
 use crossbeam_utils::Backoff;
 
+use super::deque::{TaskDeque, steal_tasks};
 use super::fork::fork_join_with;
 use super::scheduler::{Scheduler, SchedulerId};
 use super::stats::{PollHistogram, WorkerStats};
@@ -21,7 +22,7 @@ struct Local {
     /// The scheduler this thread works for.
     owner: Arc<Scheduler>,
     index: usize,
-    queue: Worker<Runnable>,
+    queue: TaskDeque,
     /// Tasks of forked closures offered by this worker (`fork.rs`).
     offers: Worker<Runnable>,
 }
@@ -72,7 +73,11 @@ pub(super) fn push_mine(
                     local.owner.published[local.index].count_spawn();
                 }
                 match queue {
-                    Queue::Tasks => local.queue.push(runnable),
+                    Queue::Tasks => {
+                        if let Err(runnable) = local.queue.push(runnable) {
+                            local.owner.injector.push(runnable);
+                        }
+                    }
                     Queue::Offers => local.offers.push(runnable),
                 }
                 local.owner.notify_for_queued();
@@ -118,6 +123,7 @@ fn help(local: &Local) -> bool {
                 local.index,
                 local.index,
                 &mut retry,
+                steal_offer,
             );
             if stolen.is_some() || !retry {
                 break stolen;
@@ -134,12 +140,14 @@ fn help(local: &Local) -> bool {
 }
 
 /// A task from a deque among `victims` other than worker `me`'s, trying
-/// them from `start` on; sets `retry` when one was contended.
-fn steal_from(
-    victims: &[crossbeam_deque::Stealer<Runnable>],
+/// them from `start` on with `steal`; sets `retry` when one was
+/// contended.
+fn steal_from<S>(
+    victims: &[S],
     me: usize,
     start: usize,
     retry: &mut bool,
+    mut steal: impl FnMut(&S) -> Steal<Runnable>,
 ) -> Option<Runnable> {
     let n = victims.len();
     for offset in 0..n {
@@ -147,13 +155,18 @@ fn steal_from(
         if victim == me {
             continue;
         }
-        match victims[victim].steal() {
+        match steal(&victims[victim]) {
             Steal::Success(runnable) => return Some(runnable),
             Steal::Retry => *retry = true,
             Steal::Empty => {}
         }
     }
     None
+}
+
+/// One task of a forked closure from another worker's offers.
+fn steal_offer(victim: &crossbeam_deque::Stealer<Runnable>) -> Steal<Runnable> {
+    victim.steal()
 }
 
 /// Labels the task the calling worker of `scheduler` is polling with
@@ -261,12 +274,7 @@ pub(crate) fn charge_network(ns: u64) {
 }
 
 /// The body of worker thread `index`.
-pub(super) fn run(
-    sched: Arc<Scheduler>,
-    index: usize,
-    queue: Worker<Runnable>,
-    offers: Worker<Runnable>,
-) {
+pub(super) fn run(sched: Arc<Scheduler>, index: usize, queue: TaskDeque, offers: Worker<Runnable>) {
     let local = Rc::new(Local {
         owner: Arc::clone(&sched),
         index,
@@ -404,8 +412,9 @@ impl WorkerLoop<'_> {
             if !found {
                 self.publish();
                 let sched = self.sched;
+                let mine = &self.local.queue;
                 work_ns += sched.sleep.park(sched.background(), || {
-                    sched.has_work() || sched.is_shut_down()
+                    sched.has_work(mine) || sched.is_shut_down()
                 });
             }
             last = self.clock.raw();
@@ -455,7 +464,7 @@ impl WorkerLoop<'_> {
         let backoff = Backoff::new();
         for _ in 0..SPIN_ROUNDS {
             backoff.snooze();
-            if self.sched.has_work() || self.sched.is_shut_down() {
+            if self.sched.has_work(&self.local.queue) || self.sched.is_shut_down() {
                 return (true, 0);
             }
             let start = self.clock.raw();
@@ -522,20 +531,31 @@ impl WorkerLoop<'_> {
             return Some(runnable);
         }
         let n = self.sched.stealers.len();
+        let mine = &self.local.queue;
         loop {
             let mut retry = false;
-            match self.sched.injector.steal_batch_and_pop(&self.local.queue) {
+            match self.sched.injector.steal() {
                 Steal::Success(runnable) => return Some(runnable),
                 Steal::Retry => retry = true,
                 Steal::Empty => {}
             }
             let start = usize::try_from(self.next_random()).unwrap_or(0) % n;
             // Other workers' tasks first, then the closures they forked.
-            for victims in [&self.sched.stealers, &self.sched.offer_stealers] {
-                if let Some(runnable) = steal_from(victims, self.index, start, &mut retry) {
-                    self.stats.steals += 1;
-                    return Some(runnable);
-                }
+            let stolen = steal_from(&self.sched.stealers, self.index, start, &mut retry, |v| {
+                steal_tasks(v, mine)
+            })
+            .or_else(|| {
+                steal_from(
+                    &self.sched.offer_stealers,
+                    self.index,
+                    start,
+                    &mut retry,
+                    steal_offer,
+                )
+            });
+            if let Some(runnable) = stolen {
+                self.stats.steals += 1;
+                return Some(runnable);
             }
             if !retry {
                 return None;
