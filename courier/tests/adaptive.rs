@@ -217,6 +217,50 @@ fn calls_awaited_one_at_a_time_are_not_delayed_and_posts_are() {
     .unwrap();
 }
 
+/// Under adaptive coalescing the responder sends the responses to a run
+/// of calls when the run is done: a caller awaiting one call at a time
+/// gets each response in a message of its own at once (not when the
+/// responder's worker goes idle or its timer fires), and a burst of calls
+/// gets its responses in few messages.
+#[test]
+fn responses_leave_with_the_run_of_calls_they_answer() {
+    let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+    courier::launch(config, |rt| async move {
+        let peer = rt.locality(1);
+        let messages = || counter(&rt, 1, "/coalescing/count/messages", "echo");
+        let flushes = |reason: &'static str| {
+            let rt = rt.clone();
+            async move { counter(&rt, 1, &format!("/coalescing/count/flush-{reason}"), "echo").await }
+        };
+        // A burst: 2,000 calls at once, their responses in few messages.
+        let burst: Vec<_> = (0..2000).map(|i| rt.call(peer, echo, (i,))).collect();
+        for (i, call) in burst.into_iter().enumerate() {
+            assert_eq!(call.await?, i as u64);
+        }
+        let after_burst = messages().await;
+        assert!(after_burst <= 100.0, "2,000 responses in {after_burst} messages");
+        let held = (flushes("idle").await, flushes("timer").await);
+        let answered = flushes("answered").await;
+        let bypass = flushes("bypass").await;
+        // One call at a time: each response in a message of its own, sent
+        // as its run ended, none held for the idle worker or the timer.
+        let calls = one_at_a_time(&rt, peer, 100).await as f64;
+        assert_eq!(messages().await - after_burst, calls, "one response a message");
+        assert_eq!(
+            flushes("answered").await - answered + flushes("bypass").await - bypass,
+            calls,
+            "sent as their runs ended"
+        );
+        assert_eq!(
+            (flushes("idle").await, flushes("timer").await),
+            held,
+            "responses held back"
+        );
+        Ok(())
+    })
+    .unwrap();
+}
+
 #[test]
 fn adaptive_parses_prints_and_checks_its_bounds() {
     let a: Coalescing = "adaptive".parse().unwrap();

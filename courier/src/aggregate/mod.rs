@@ -33,6 +33,7 @@
 //! Parcels may overtake one another (two workers fill two buffers for the
 //! same destination), as parcels handled by several workers always could.
 
+mod answer;
 mod buffer;
 mod entry;
 mod policy;
@@ -44,6 +45,7 @@ mod topology;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub(crate) use answer::Answering;
 pub(crate) use buffer::LaneStats;
 pub(crate) use policy::Reason;
 pub use policy::{AdaptivePolicy, BytePolicy, Coalescing, CountPolicy};
@@ -322,7 +324,9 @@ impl Aggregator {
                 taken.extend(buffer.take(reason, now).map(|f| (dest, f)));
             }
             buffer.armed = None;
-        } else if let Some(now) = now {
+        } else if let Some(now) = now
+            && !Self::answering(lane, dest)
+        {
             let deadline = now + policy.wait().as_nanos() as u64;
             buffer.armed = Some(deadline);
             buffers.list(lane, dest.index());
@@ -330,6 +334,14 @@ impl Aggregator {
         }
         buffers.pushes = buffers.pushes.wrapping_add(1);
         self.after_push(outbox, buffers, set_index, on_worker, dest, taken)
+    }
+
+    /// Whether `lane` to `dest` holds responses to the run of calls this
+    /// thread is handling: they leave when it is done, without the timer
+    /// (see `answer.rs`).
+    fn answering(lane: usize, dest: LocalityId) -> bool {
+        let (slot, kind) = lane_parts(lane);
+        kind == RunKind::Responses && answer::answering(slot, dest)
     }
 
     /// Every [`CHECK_EVERY`]-th parcel of a worker that stays in its
@@ -562,6 +574,34 @@ impl Aggregator {
             (set, true) => self.flush_set(outbox, set, Reason::Idle),
             _ => false,
         }
+    }
+
+    /// Sends the responses of the action in `slot` to `dest` that the
+    /// calling thread's buffers hold (`Reason::Answered`): the run of
+    /// calls they answer was handled (see `answer.rs`).
+    pub(crate) fn flush_responses(&self, outbox: &dyn Outbox, slot: usize, dest: LocalityId) {
+        let (set, on_worker) = self.my_set();
+        let mut taken = Vec::new();
+        {
+            let mut buffers = self.lock_set(set, on_worker);
+            let lane = lane(slot, RunKind::Responses);
+            if buffers
+                .get_mut(lane, dest.index())
+                .is_none_or(|buffer| buffer.frame.is_empty())
+            {
+                return;
+            }
+            let now = self.epoch.elapsed_ns();
+            Self::take(
+                &mut buffers,
+                lane,
+                dest.index(),
+                Reason::Answered,
+                now,
+                &mut taken,
+            );
+        }
+        Self::send_taken(outbox, taken);
     }
 
     /// Flushes every buffer of this locality.

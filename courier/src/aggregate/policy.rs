@@ -442,11 +442,14 @@ pub(crate) enum Reason {
     Changed,
     /// The worker that filled the buffer ran out of tasks.
     Idle,
+    /// Responses of an adaptive action: the run of calls they answer was
+    /// handled.
+    Answered,
 }
 
 impl Reason {
     /// Every reason, in counter-slot order.
-    pub(crate) const ALL: [Reason; 8] = [
+    pub(crate) const ALL: [Reason; 9] = [
         Reason::Count,
         Reason::Bytes,
         Reason::Timer,
@@ -455,6 +458,7 @@ impl Reason {
         Reason::Shutdown,
         Reason::Changed,
         Reason::Idle,
+        Reason::Answered,
     ];
 
     /// The slot of this reason in per-reason arrays.

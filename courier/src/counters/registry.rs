@@ -521,6 +521,11 @@ pub(crate) static TYPES: &[CounterType] = &[
         }
     ),
     flush_counter!(
+        "/coalescing/count/flush-answered",
+        Answered,
+        "flushes of an adaptive action's responses once the run of calls they answer was handled"
+    ),
+    flush_counter!(
         "/coalescing/count/flush-bypass",
         Bypass,
         "parcels sent at once because they came long after the previous one (sparse traffic)"

@@ -126,6 +126,8 @@ pub(crate) struct Delivery {
     pub(super) body: bytes::Bytes,
     pub(super) action: crate::ids::ActionId,
     pub(super) count: u32,
+    /// The run as it came, not a piece of one split between tasks.
+    pub(super) whole: bool,
     /// The part of its frame's charge this run holds.
     pub(super) credit: usize,
     pub(super) work: WorkGuard,

@@ -20,6 +20,7 @@ use super::credit::HandlerScope;
 use super::locality::{Delivery, Locality, report};
 use super::watchdog::action_label;
 use crate::action::{ActionEntry, CallSite, registry};
+use crate::aggregate::Answering;
 use crate::clock::{clock, timed};
 use crate::ids::LocalityId;
 use crate::parcel::{
@@ -184,6 +185,7 @@ impl Locality {
             body,
             action,
             count,
+            whole: true,
             credit,
             work: self.start_work(),
         });
@@ -216,11 +218,16 @@ impl Locality {
             body,
             action,
             count,
+            whole,
             credit,
             work,
         } = delivery;
         {
             let _handler = HandlerScope::enter();
+            let _answers = match found {
+                Some((slot, _)) if whole => self.answer_run(slot, source),
+                _ => None,
+            };
             let outer = label_poll(&self.sched, action_label(action));
             let ((), ns) = timed(|| self.run_calls(source, &body, action, found, count));
             if let Some((slot, _)) = found {
@@ -233,6 +240,20 @@ impl Locality {
         self.finish_credit(source, credit);
         drop(work);
         true
+    }
+
+    /// Under adaptive coalescing, makes the responses to the run of calls
+    /// of the action in `slot` from `source` that is about to run leave
+    /// together when it is done (see `aggregate/answer.rs`): what the
+    /// returned guard does when dropped. `None` for an action with a
+    /// static setting, and for calls of this locality's own.
+    fn answer_run(&self, slot: usize, source: LocalityId) -> Option<Answers<'_>> {
+        (source != self.here && self.aggregator.adaptive(slot).is_some()).then(|| Answers {
+            locality: self,
+            slot,
+            source,
+            _scope: Answering::enter(slot, source),
+        })
     }
 
     /// Keeps in `delivery` the calls one task should run (measured for
@@ -261,12 +282,14 @@ impl Locality {
             body: delivery.body.slice(at..),
             action: delivery.action,
             count: delivery.count - keep,
+            whole: false,
             credit: rest_credit,
             work: self.start_work(),
         };
         delivery.credit -= rest_credit;
         delivery.body.truncate(at);
         delivery.count = keep;
+        delivery.whole = false;
         self.deliver(rest);
     }
 
@@ -378,5 +401,23 @@ impl Locality {
                 Ok(())
             });
         Ok(())
+    }
+}
+
+/// The responses to a run of calls, sent together when the run is done
+/// (also when unwinding: none is left in a buffer without a timer).
+struct Answers<'a> {
+    locality: &'a Locality,
+    slot: usize,
+    source: LocalityId,
+    _scope: Answering,
+}
+
+impl Drop for Answers<'_> {
+    fn drop(&mut self) {
+        let locality = self.locality;
+        locality
+            .aggregator
+            .flush_responses(locality, self.slot, self.source);
     }
 }
