@@ -217,6 +217,45 @@ fn calls_awaited_one_at_a_time_are_not_delayed_and_posts_are() {
     .unwrap();
 }
 
+/// Returns its argument after 2 ms.
+#[courier::action]
+fn slow_echo(x: u64) -> u64 {
+    std::thread::sleep(Duration::from_millis(2));
+    x
+}
+
+/// Calls issued one at a time, each awaited by itself later, are awaited
+/// alone however many are in flight: a call every 200 µs to an action
+/// that takes 2 ms keeps eight in flight, which the tuner once took for
+/// calls awaited together (κ = 1/8, and so more delay; under coalescing
+/// that delays them, more in flight still).
+#[test]
+fn calls_issued_one_at_a_time_are_awaited_alone_however_many_are_in_flight() {
+    let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+    courier::launch(config, |rt| async move {
+        let peer = rt.locality(1);
+        let start = std::time::Instant::now();
+        let mut in_flight = std::collections::VecDeque::new();
+        let mut issued = 0u64;
+        while start.elapsed() < Duration::from_millis(300) {
+            if in_flight.len() == 8 {
+                let (i, call): (u64, courier::CallFuture<u64>) = in_flight.pop_front().unwrap();
+                assert_eq!(call.await?, i);
+            }
+            in_flight.push_back((issued, rt.call(peer, slow_echo, (issued,))));
+            issued += 1;
+            rt.sleep(Duration::from_micros(200)).await;
+        }
+        let kappa = counter(&rt, 0, "/adapt/model/kappa", "slow_echo").await;
+        for (i, call) in in_flight {
+            assert_eq!(call.await?, i);
+        }
+        assert!(kappa > 0.5, "κ of calls issued one at a time: {kappa}");
+        Ok(())
+    })
+    .unwrap();
+}
+
 /// Under adaptive coalescing the responder sends the responses to a run
 /// of calls when the run is done: a caller awaiting one call at a time
 /// gets each response in a message of its own at once (not when the

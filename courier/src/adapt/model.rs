@@ -21,8 +21,8 @@
 //!
 //! κ is the cost of delaying one parcel by one second, in seconds: 1 for
 //! a call its caller awaits with nothing else to do (the delay is the
-//! caller's), less when the caller has other calls in flight (their
-//! delays overlap), and small for posts nobody waits for (they only
+//! caller's), less when the caller awaits other calls with it (issued
+//! together, their delays overlap), and small for posts nobody waits for (they only
 //! matter at the next barrier). Courier infers it from the traffic
 //! ([`Traffic::kappa`]); a latency-bound caller also gets its buffers
 //! flushed when its worker runs out of tasks, whatever the setting.
@@ -40,9 +40,12 @@ pub(crate) struct Traffic {
     /// The share of the parcels that are calls whose caller awaits the
     /// result (0 for posts).
     pub(crate) awaited: f64,
-    /// Calls in flight with an awaited call, itself included (their delays
-    /// overlap); 0 when unknown: awaited calls then count as posts.
-    pub(crate) in_flight: f64,
+    /// Calls awaited together with an awaited call, itself included
+    /// (their delays overlap): the calls its worker issued with it before
+    /// it ran out of tasks, or the calls in flight with it for callers off
+    /// the workers (`runtime/tuning.rs`); 0 when unknown: awaited calls
+    /// then count as posts.
+    pub(crate) together: f64,
 }
 
 /// κ of posts: a microsecond of delay costs a tenth of a nanosecond.
@@ -63,19 +66,19 @@ impl Traffic {
             parcels_per_s: step(self.parcels_per_s, other.parcels_per_s),
             bytes_per_parcel: step(self.bytes_per_parcel, other.bytes_per_parcel),
             awaited: step(self.awaited, other.awaited),
-            in_flight: step(self.in_flight, other.in_flight),
+            together: step(self.together, other.together),
         }
     }
 
     /// κ, the cost of one second of delay of one parcel in seconds: 1 per
-    /// awaited call shared among the calls in flight, [`KAPPA_POSTS`] for
+    /// awaited call shared among the calls awaited together, [`KAPPA_POSTS`] for
     /// the rest (and for awaited calls whose overlap is unknown).
     pub(crate) fn kappa(&self) -> f64 {
         let awaited = self.awaited.clamp(0.0, 1.0);
-        if self.in_flight < 1.0 {
+        if self.together < 1.0 {
             return KAPPA_POSTS;
         }
-        awaited / self.in_flight + (1.0 - awaited) * KAPPA_POSTS
+        awaited / self.together + (1.0 - awaited) * KAPPA_POSTS
     }
 }
 
@@ -180,7 +183,7 @@ mod tests {
             parcels_per_s: q,
             bytes_per_parcel: 8.0,
             awaited: 0.0,
-            in_flight: 0.0,
+            together: 0.0,
         }
     }
 
@@ -242,13 +245,13 @@ mod tests {
             parcels_per_s: 20_000.0,
             bytes_per_parcel: 16.0,
             awaited: 1.0,
-            in_flight: 1.0,
+            together: 1.0,
         };
         assert_eq!(lone.kappa(), 1.0);
         // Calls whose overlap is unknown (none seen in flight) count as
         // posts.
         let unknown = Traffic {
-            in_flight: 0.0,
+            together: 0.0,
             ..lone
         };
         assert_eq!(unknown.kappa(), KAPPA_POSTS);
@@ -257,7 +260,7 @@ mod tests {
         assert_eq!(n, 1.0);
         // Many calls in flight share the delay: worth batching again.
         let many = Traffic {
-            in_flight: 1_000.0,
+            together: 1_000.0,
             parcels_per_s: 2e6,
             ..lone
         };

@@ -19,7 +19,7 @@
 //!    search goes on from it (step 2 with four times what it holds,
 //!    judged against the epochs that made the phase), as moving down to
 //!    `n*` first would cost a short phase its dearest trial;
-//! 2. for traffic that tolerates delay (posts, many calls in flight), four
+//! 2. for traffic that tolerates delay (posts, many calls awaited together), four
 //!    times as many parcels a message, to see whether the model's α
 //!    undervalued a message (a receiver's cost per message, cache effects:
 //!    what α does not see);
@@ -134,13 +134,13 @@ const LARGER: f64 = 4.0;
 
 /// κ at or above which traffic counts as latency-bound: the tuner then
 /// trusts the model and does not try larger messages. A call awaited with
-/// ten others in flight is at 0.1.
+/// nine others is at 0.1.
 const LATENCY_BOUND_KAPPA: f64 = 0.1;
 
 /// How much traffic must change to begin a new phase: the rate by a
 /// factor of 2, the parcel size by 1.5, the awaited share by a quarter,
-/// κ by 4 (the calls in flight together: a burst of 500 at 100,000 calls
-/// a second and a steady 50,000 with 5 in flight differ by less than 2×
+/// κ by 4 (the calls awaited together: a burst of 500 at 100,000 calls
+/// a second and a steady 50,000 awaited one by one differ by less than 2×
 /// in rate, by 100× in κ). Guesses, tune me.
 #[derive(Debug, Clone, Copy)]
 struct PhaseChange;
@@ -394,9 +394,9 @@ impl Tuner {
         // Many calls awaited together, in traffic that tolerates delay,
         // were issued together: a message that holds them all sends them
         // at once (a burst, a batch), so the count is at least the calls
-        // in flight with each.
+        // awaited with each.
         let together = if tolerant && traffic.awaited >= 0.5 {
-            traffic.in_flight
+            traffic.together
         } else {
             0.0
         };
@@ -515,7 +515,7 @@ mod tests {
             parcels_per_s: q,
             bytes_per_parcel: s,
             awaited: 0.0,
-            in_flight: 0.0,
+            together: 0.0,
         }
     }
 
@@ -856,11 +856,11 @@ mod tests {
         })
     }
 
-    /// Calls awaited at `q` a second, `in_flight` of them together.
-    fn awaited(q: f64, in_flight: f64) -> Traffic {
+    /// Calls awaited at `q` a second, `together` of them together.
+    fn awaited(q: f64, together: f64) -> Traffic {
         Traffic {
             awaited: 1.0,
-            in_flight,
+            together,
             ..posts(q, 16.0)
         }
     }

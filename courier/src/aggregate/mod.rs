@@ -89,6 +89,25 @@ pub(crate) struct Aggregator {
     /// Calls of each action this locality forwarded for others.
     forwarded: Box<[AtomicU64]>,
     timer: FlushTimer,
+    bursts: Bursts,
+}
+
+/// The awaited calls the workers issue between two moments they run out
+/// of tasks: a worker with nothing left to do waits for what it issued,
+/// so a burst is what its callers await together (a call awaited alone:
+/// 1; 500 calls issued, then awaited: 500; a steady stream of calls each
+/// awaited by a task of its own: 1 per gap between them). Unlike the
+/// calls in flight, a burst does not grow when coalescing delays the
+/// calls (calls issued every 20 µs and held 200 µs are ten in flight,
+/// and a tuner that took that for tolerance held them longer still).
+/// Counted at each idle point as n and n², so that `Σn² / Σn` is the
+/// burst a call is part of. Callers off the workers have no idle point:
+/// the tuner falls back to the calls in flight for them
+/// (`runtime/tuning.rs`).
+#[derive(Debug, Default)]
+struct Bursts {
+    sum: AtomicU64,
+    squares: AtomicU64,
 }
 
 /// The frames a flush took, to send once the set's lock is released.
@@ -158,6 +177,7 @@ impl Aggregator {
             sched,
             forwarded: entries.iter().map(|_| AtomicU64::new(0)).collect(),
             timer: FlushTimer::new(epoch),
+            bursts: Bursts::default(),
         }
     }
 
@@ -571,9 +591,34 @@ impl Aggregator {
     /// of tasks. Returns whether it sent anything.
     pub(crate) fn flush_idle_worker(&self, outbox: &dyn Outbox) -> bool {
         match self.my_set() {
-            (set, true) => self.flush_set(outbox, set, Reason::Idle),
+            (set, true) => {
+                self.note_idle(set);
+                self.flush_set(outbox, set, Reason::Idle)
+            }
             _ => false,
         }
+    }
+
+    /// Counts the awaited calls the worker of `set` issued since it last
+    /// ran out of tasks (see [`Bursts`]).
+    fn note_idle(&self, set: usize) {
+        let set = &self.sets[set];
+        let total: u64 = set.awaited.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        let issued = total.wrapping_sub(set.idle_mark.swap(total, Ordering::Relaxed));
+        if issued > 0 {
+            self.bursts.sum.fetch_add(issued, Ordering::Relaxed);
+            self.bursts
+                .squares
+                .fetch_add(issued.saturating_mul(issued), Ordering::Relaxed);
+        }
+    }
+
+    /// (Σn, Σn²) over the bursts of awaited calls so far (see [`Bursts`]).
+    pub(crate) fn bursts(&self) -> (u64, u64) {
+        (
+            self.bursts.sum.load(Ordering::Relaxed),
+            self.bursts.squares.load(Ordering::Relaxed),
+        )
     }
 
     /// Sends the responses of the action in `slot` to `dest` that the

@@ -52,6 +52,9 @@ pub(crate) struct BufferSet {
     /// at once with coalescing off), ever. Written by the set's users,
     /// read by adaptive coalescing's tuner.
     pub(crate) awaited: Box<[AtomicU64]>,
+    /// All of `awaited` when the set's worker last ran out of tasks
+    /// (written by that worker only; see `Aggregator::note_idle`).
+    pub(crate) idle_mark: AtomicU64,
 }
 
 /// The buffers of one lane, by destination.
@@ -99,6 +102,7 @@ impl BufferSet {
             awaited: (0..lanes / RunKind::ALL.len())
                 .map(|_| AtomicU64::new(0))
                 .collect(),
+            idle_mark: AtomicU64::new(0),
             inner: if owned {
                 BiasedLock::new(buffers)
             } else {

@@ -11,14 +11,16 @@
 //! What it measures, per action: Q (call parcels a second, posts and
 //! calls), S (bytes of arguments a parcel) and the share of its parcels
 //! that are calls someone waits for (awaited calls its buffers took over
-//! call parcels sent), from the traffic counters; for the locality: the
-//! calls in flight (awaited calls its buffers took, less the responses
-//! that came back: all actions, calls to itself included; sampled ten
-//! times an epoch, see [`sample_epoch`]), α, the fixed cost of a frame from
+//! call parcels sent), from the traffic counters; for the locality: how
+//! many calls are awaited together (the awaited calls a worker issued
+//! before it ran out of tasks, `aggregate::Bursts`; for callers off the
+//! workers, the calls in flight: awaited calls its buffers took, less
+//! the responses that came back, sampled ten times an epoch, see
+//! [`sample_epoch`]), α, the fixed cost of a frame from
 //! the α-β calibration of its sends (`adapt/calibration.rs`: the
 //! start-up probe, then the traffic; the mean over its peers), and the
 //! cost of a parcel, background time (sending and receiving) per parcel
-//! sent and received. From the share and the calls in flight the model
+//! sent and received. From the share and the calls awaited together the model
 //! infers κ (`Traffic::kappa`): a caller awaiting each result alone
 //! tolerates no delay; a stream of posts, or a million calls awaited
 //! together, much. (A caller with nothing else to do also has its
@@ -72,6 +74,9 @@ struct Reading {
     send_ns: u64,
     parcels: u64,
     background_ns: u64,
+    /// (Σn, Σn²) of the workers' bursts of awaited calls
+    /// (`Aggregator::bursts`).
+    bursts: (u64, u64),
 }
 
 impl Reading {
@@ -94,6 +99,7 @@ impl Reading {
             send_ns: load(&sent.time_ns),
             parcels: load(&sent.parcels) + load(&received.parcels),
             background_ns: load(&sent.time_ns) + load(&received.time_ns),
+            bursts: l.aggregator.bursts(),
         }
     }
 }
@@ -129,6 +135,21 @@ fn sample_epoch(weak: &Weak<Locality>) -> Option<f64> {
     Some(if sum > 0.0 { squares / sum } else { 0.0 })
 }
 
+/// How many calls a call awaited in the epoch from `last` to `now` was
+/// awaited with: the workers' bursts (`Σn² / Σn`, see
+/// `aggregate::Bursts`) when a worker ran out of tasks after issuing
+/// one; else (callers off the workers, or workers that never ran out of
+/// tasks) `in_flight`, the calls in flight sampled over the epoch.
+fn awaited_together(now: &Reading, last: &Reading, in_flight: f64) -> f64 {
+    let sum = now.bursts.0.wrapping_sub(last.bursts.0);
+    let squares = now.bursts.1.wrapping_sub(last.bursts.1);
+    if sum > 0 {
+        squares as f64 / sum as f64
+    } else {
+        in_flight
+    }
+}
+
 fn run(weak: &Weak<Locality>) {
     let mut tuners: Vec<Option<Tuner>> = Vec::new();
     let mut alpha_ns = PRIOR_ALPHA_NS;
@@ -145,6 +166,7 @@ fn run(weak: &Weak<Locality>) {
             return;
         }
         let now = Reading::take(&l);
+        let together = awaited_together(&now, &last, in_flight);
         let seconds = now.at.duration_since(last.at).as_secs_f64().max(1e-6);
         let messages = now.messages.saturating_sub(last.messages);
         if let Some(cost) = l.calibration.mean() {
@@ -179,7 +201,7 @@ fn run(weak: &Weak<Locality>) {
                     // Calls to this locality itself count among the
                     // awaited but not among the parcels sent: at most 1.
                     awaited: (a1.saturating_sub(a0) as f64 / sent.max(1) as f64).min(1.0),
-                    in_flight,
+                    together,
                 },
                 parcels: sent,
                 cost_ns_per_parcel,
