@@ -323,19 +323,6 @@ impl Tuner {
                 mean_cost += (cost - mean_cost) * weight;
                 self.candidate = Some((mean, mean_cost, count));
                 let confirm = match phase {
-                    // Traffic that became latency-bound pays each epoch of
-                    // the last phase's larger setting in its callers'
-                    // waits, slower or not (the toy's steady calls after
-                    // its bursts ran their first 100 ms under the bursts'
-                    // count of 2,000 and 10 ms): it is followed as a
-                    // faster phase is. A burst's tail still has its calls
-                    // awaited together, and so is not latency-bound.
-                    Some(phase)
-                        if self.kappa(now) >= LATENCY_BOUND_KAPPA
-                            && self.kappa(&phase) < LATENCY_BOUND_KAPPA =>
-                    {
-                        CONFIRM_EPOCHS
-                    }
                     Some(phase) if now.parcels_per_s < phase.parcels_per_s => CONFIRM_SLOWER_EPOCHS,
                     // Traffic many times faster while coalescing is off
                     // pays a message a parcel until the phase is confirmed
@@ -718,28 +705,6 @@ mod tests {
         );
         let q = tuner.phase.expect("a phase").parcels_per_s;
         assert!(q < 1.2e5, "the new phase's rate: {q}");
-    }
-
-    #[test]
-    fn slower_traffic_that_became_latency_bound_is_followed_at_once() {
-        // Bursts of 500 at 92,000 calls a second, then 50,000 a second
-        // awaited three at a time (κ = 1/3): slower, but a new phase after
-        // three epochs, not ten.
-        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
-        run(&mut tuner, awaited(9.2e4, 500.0), 0.0, 0.0, 20);
-        let steady = epoch(awaited(5e4, 3.0), tuner.in_force(), 0.0, 0.0, 0);
-        for _ in 1..CONFIRM_EPOCHS {
-            assert_eq!(tuner.observe(&steady, &MACHINE), None);
-        }
-        let d = tuner.observe(&steady, &MACHINE).expect("a new phase");
-        assert!(matches!(d.reason, Reason::NewPhase { .. }), "{d:?}");
-        // Posts that slow down still wait ten epochs (a burst's tail).
-        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
-        run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 10);
-        let slow = epoch(posts(3e4, 8.0), tuner.in_force(), 0.0, 0.0, 0);
-        for _ in 1..CONFIRM_SLOWER_EPOCHS {
-            assert_eq!(tuner.observe(&slow, &MACHINE), None);
-        }
     }
 
     #[test]
