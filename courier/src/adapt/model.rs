@@ -240,7 +240,7 @@ mod tests {
     }
 
     #[test]
-    fn an_awaited_call_alone_in_flight_is_not_worth_delaying() {
+    fn an_awaited_call_alone_is_not_worth_delaying() {
         let lone = Traffic {
             parcels_per_s: 20_000.0,
             bytes_per_parcel: 16.0,
@@ -248,7 +248,7 @@ mod tests {
             together: 1.0,
         };
         assert_eq!(lone.kappa(), 1.0);
-        // Calls whose overlap is unknown (none seen in flight) count as
+        // Calls whose overlap is unknown (none seen awaited) count as
         // posts.
         let unknown = Traffic {
             together: 0.0,
@@ -258,7 +258,7 @@ mod tests {
         // √(2 · 2e-5 · 7000 / 1) ≈ 0.53: one parcel a message.
         let n = best_parcels_per_message(&lone, &Machine { alpha_ns: 7_000.0 }, lone.kappa());
         assert_eq!(n, 1.0);
-        // Many calls in flight share the delay: worth batching again.
+        // Many calls awaited together share the delay: worth batching again.
         let many = Traffic {
             together: 1_000.0,
             parcels_per_s: 2e6,

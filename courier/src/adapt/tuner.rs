@@ -31,8 +31,8 @@
 //!    a tie goes to the larger.
 //!
 //! Traffic whose callers wait (κ ≥ 0.1) gets one decision, the model's
-//! setting (one parcel a message, coalescing off, for a caller with one
-//! call in flight): on an idle machine that was the fastest setting for
+//! setting (one parcel a message, coalescing off, for a caller that
+//! awaits each call alone): on an idle machine that was the fastest setting for
 //! calls awaited one at a time, paced or sparse (BENCHMARKS.md, issue
 //! #15, where the default count with its idle flush cost them 4–350 %
 //! more).
@@ -234,7 +234,6 @@ pub(crate) struct Tuner {
     /// The traffic of the phase in force: the mean of the epochs that
     /// began it, then a moving mean of its epochs.
     phase: Option<Traffic>,
-    /// Epochs in a row unlike the phase: their mean and number.
     /// Epochs in a row unlike the phase: the mean of their traffic and
     /// of their cost per parcel (under the setting in force), and their
     /// number.
@@ -708,9 +707,9 @@ mod tests {
     }
 
     #[test]
-    fn a_change_of_the_calls_in_flight_together_is_a_new_phase() {
+    fn a_change_of_the_calls_awaited_together_is_a_new_phase() {
         // Bursts of 500 at 92,000 calls a second, then a steady 50,000
-        // with 5 in flight: less than 2× apart in rate, 100× in κ.
+        // awaited 5 together: less than 2× apart in rate, 100× in κ.
         let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, awaited(9.2e4, 500.0), 0.0, 0.0, 20);
         let steady = run(
@@ -772,7 +771,7 @@ mod tests {
 
     #[test]
     fn calls_awaited_together_share_a_message() {
-        // 500 calls in flight together at 100,000/s: √(2Qα/κ) is 26
+        // 500 calls awaited together at 100,000/s: √(2Qα/κ) is 26
         // parcels, but the 500 were issued at once and go in one message.
         let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         let decisions = run(&mut tuner, awaited(1e5, 500.0), 0.0, 0.0, 5);

@@ -206,7 +206,7 @@ impl Aggregator {
             .iter()
             .map(|s| match slot {
                 Some(slot) => s.awaited.get(slot).map_or(0, load),
-                None => s.awaited.iter().map(load).sum(),
+                None => s.awaited_total(),
             })
             .sum()
     }
@@ -243,7 +243,7 @@ impl Aggregator {
         if awaited && let Some(count) = self.sets[set_index].awaited.get(slot) {
             // A call of this locality's whose result someone waits for:
             // counted before it can be answered (adaptive coalescing's
-            // calls in flight). An encoding error after this leaves one
+            // calls awaited together, and in flight). An encoding error after this leaves one
             // too many: it only makes the tuner think more calls overlap.
             count.fetch_add(1, Ordering::Relaxed);
         }
@@ -603,7 +603,7 @@ impl Aggregator {
     /// ran out of tasks (see [`Bursts`]).
     fn note_idle(&self, set: usize) {
         let set = &self.sets[set];
-        let total: u64 = set.awaited.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        let total = set.awaited_total();
         let issued = total.wrapping_sub(set.idle_mark.swap(total, Ordering::Relaxed));
         if issued > 0 {
             self.bursts.sum.fetch_add(issued, Ordering::Relaxed);

@@ -163,7 +163,7 @@ pub struct AdaptivePolicy {
     /// `c(t) = κ·t`). 1 for a call its caller waits for with nothing else
     /// to do, `1/k` for one of `k` calls awaited together; `None` (the
     /// default): inferred from the traffic, as 1 per awaited call shared
-    /// among the calls in flight with it and 1e-4 per post. The tuner
+    /// among the calls awaited with it and 1e-4 per post. The tuner
     /// sets `√(2Qα/κ)` parcels a message, and tries larger ones only
     /// below κ = 0.1.
     pub kappa: Option<f64>,

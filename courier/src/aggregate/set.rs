@@ -13,7 +13,7 @@ use super::buffer::Buffer;
 use super::entry::TimerSlot;
 use crate::parcel::RunKind;
 use crate::sync::BiasedLock;
-use crate::sync::atomic::AtomicU64;
+use crate::sync::atomic::{AtomicU64, Ordering};
 
 /// A locked set of buffers.
 pub(crate) type Locked<'a> = crate::sync::BiasedGuard<'a, Buffers>;
@@ -109,6 +109,11 @@ impl BufferSet {
                 BiasedLock::unowned(buffers)
             },
         }
+    }
+
+    /// All of `awaited`: the set's awaited calls of every action, ever.
+    pub(crate) fn awaited_total(&self) -> u64 {
+        self.awaited.iter().map(|c| c.load(Ordering::Relaxed)).sum()
     }
 
     /// Locks the set from any thread (cheap only for its worker).
