@@ -4,11 +4,11 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use courier::{AdaptivePolicy, Coalescing, Config, Runtime};
+use courier::{AdaptivePolicy, CallError, CallFuture, Coalescing, Config, Runtime};
 use serde_bytes::ByteBuf;
 
 /// (run, locality, source, sequence number) of every `tally` that ran in
@@ -224,6 +224,43 @@ fn slow_echo(x: u64) -> u64 {
     x
 }
 
+/// Calls in flight, each with the value it must return.
+type InFlight = VecDeque<(u64, CallFuture<u64>)>;
+
+/// Issues `call(0)`, `call(1)`, … for 300 ms, `pause` after each, with at
+/// most `window` in flight (the oldest is awaited, and checked, before
+/// one more leaves); returns the calls still in flight.
+async fn keep_calling(
+    rt: &Runtime,
+    window: usize,
+    pause: Option<Duration>,
+    call: impl Fn(u64) -> CallFuture<u64>,
+) -> Result<InFlight, CallError> {
+    let start = std::time::Instant::now();
+    let mut in_flight = VecDeque::new();
+    let mut issued = 0u64;
+    while start.elapsed() < Duration::from_millis(300) {
+        if in_flight.len() == window {
+            let (i, call): (u64, CallFuture<u64>) = in_flight.pop_front().unwrap();
+            assert_eq!(call.await?, i);
+        }
+        in_flight.push_back((issued, call(issued)));
+        issued += 1;
+        if let Some(pause) = pause {
+            rt.sleep(pause).await;
+        }
+    }
+    Ok(in_flight)
+}
+
+/// Awaits every call in flight and checks what each returned.
+async fn drain(in_flight: InFlight) -> Result<(), CallError> {
+    for (i, call) in in_flight {
+        assert_eq!(call.await?, i);
+    }
+    Ok(())
+}
+
 /// Calls issued one at a time, each awaited by itself later, are awaited
 /// alone however many are in flight: a call every 200 µs to an action
 /// that takes 2 ms keeps eight in flight, which the tuner once took for
@@ -234,22 +271,10 @@ fn calls_issued_one_at_a_time_are_awaited_alone_however_many_are_in_flight() {
     let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
     courier::launch(config, |rt| async move {
         let peer = rt.locality(1);
-        let start = std::time::Instant::now();
-        let mut in_flight = std::collections::VecDeque::new();
-        let mut issued = 0u64;
-        while start.elapsed() < Duration::from_millis(300) {
-            if in_flight.len() == 8 {
-                let (i, call): (u64, courier::CallFuture<u64>) = in_flight.pop_front().unwrap();
-                assert_eq!(call.await?, i);
-            }
-            in_flight.push_back((issued, rt.call(peer, slow_echo, (issued,))));
-            issued += 1;
-            rt.sleep(Duration::from_micros(200)).await;
-        }
+        let pause = Some(Duration::from_micros(200));
+        let in_flight = keep_calling(&rt, 8, pause, |i| rt.call(peer, slow_echo, (i,))).await?;
         let kappa = counter(&rt, 0, "/adapt/model/kappa", "slow_echo").await;
-        for (i, call) in in_flight {
-            assert_eq!(call.await?, i);
-        }
+        drain(in_flight).await?;
         assert!(kappa > 0.5, "κ of calls issued one at a time: {kappa}");
         Ok(())
     })
@@ -340,4 +365,38 @@ fn adaptive_parses_prints_and_checks_its_bounds() {
         let err = bad.parse::<Coalescing>().unwrap_err();
         assert!(err.contains("kappa"), "{bad}: {err}");
     }
+}
+
+/// Returns its argument after 1 ms, without blocking a worker.
+#[courier::action]
+async fn late_echo(x: u64) -> u64 {
+    courier::current().sleep(Duration::from_millis(1)).await;
+    x
+}
+
+/// `/adapt/time/call-latency` is how long an awaited call takes to come
+/// back: 64 calls kept in flight to an action that answers after 1 ms
+/// take at least 1 ms each, and far less than the 64 ms they would take
+/// one after another.
+#[test]
+fn the_call_latency_counter_says_how_long_awaited_calls_take() {
+    let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+    courier::launch(config, |rt| async move {
+        let peer = rt.locality(1);
+        let latency = || async {
+            let name = "/adapt{locality#0/total}/time/call-latency";
+            let mut set = rt.counters([name]).unwrap();
+            set.evaluate(false).await.unwrap()[0].value
+        };
+        assert_eq!(latency().await, 0.0, "no epoch measured it yet");
+        let in_flight = keep_calling(&rt, 64, None, |i| rt.call(peer, late_echo, (i,))).await?;
+        let ns = latency().await;
+        drain(in_flight).await?;
+        assert!(
+            (0.9e6..20e6).contains(&ns),
+            "calls that take 1 ms measured at {ns} ns"
+        );
+        Ok(())
+    })
+    .unwrap();
 }

@@ -1,6 +1,7 @@
 //! What a locality's tuning did: whether its loop runs, the decisions
-//! made for each action (`/adapt/count/decisions@ACTION`) and the model's
-//! inputs it last measured (`/adapt/model/*@ACTION`).
+//! made for each action (`/adapt/count/decisions@ACTION`), the model's
+//! inputs it last measured (`/adapt/model/*@ACTION`) and how long the
+//! locality's awaited calls took to come back (`/adapt/time/call-latency`).
 
 use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +23,9 @@ pub(crate) struct Tuning {
     started: Once,
     decisions: Box<[AtomicU64]>,
     inputs: Box<[Inputs]>,
+    /// The mean time from an awaited call leaving to its response, in ns
+    /// (`f64` bits), in the last epoch that measured it.
+    latency_ns: AtomicU64,
     /// Whether decisions are reported at INFO (`Config::print_adapt`).
     print: bool,
 }
@@ -34,6 +38,7 @@ impl Tuning {
             started: Once::new(),
             decisions: (0..actions).map(|_| AtomicU64::new(0)).collect(),
             inputs: (0..actions).map(|_| Inputs::default()).collect(),
+            latency_ns: AtomicU64::new(0),
             print,
         }
     }
@@ -79,6 +84,18 @@ impl Tuning {
             store(&i.bytes_per_parcel, traffic.bytes_per_parcel);
             store(&i.kappa, kappa);
         }
+    }
+
+    /// Records how long the locality's awaited calls took to come back
+    /// in the last epoch, in ns.
+    pub(crate) fn record_latency(&self, ns: f64) {
+        self.latency_ns.store(ns.to_bits(), Ordering::Relaxed);
+    }
+
+    /// How long the locality's awaited calls took to come back in the
+    /// last epoch that measured it, in ns; 0 before.
+    pub(crate) fn latency_ns(&self) -> f64 {
+        f64::from_bits(self.latency_ns.load(Ordering::Relaxed))
     }
 
     /// The model's inputs last measured for the action in `slot`: Q

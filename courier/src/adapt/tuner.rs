@@ -37,6 +37,17 @@
 //! #15, where the default count with its idle flush cost them 4–350 %
 //! more).
 //!
+//! Awaited calls are judged by how long they take to come back (the
+//! epoch's `latency_ns`), not by the cost of a parcel, where the model
+//! puts few of them in a message (at most [`SMALL_COUNT`]) and a message
+//! a call is affordable (`Q·α` at most [`AFFORDABLE_OFF`] of a core):
+//! step 2 is then to try them without coalescing (`Reason::TryOff`),
+//! and step 3 to go back to the model's setting if they came back more
+//! than [`TOLERANCE`] later without it (`Reason::RevertOff`). The model
+//! cannot see what a loaded locality's queues add to a buffered call,
+//! nor tell calls issued together from calls a busy worker issued one by
+//! one without running out of tasks.
+//!
 //! Then it stays put until the traffic changes: no decision is made while
 //! it is steady.
 
@@ -45,7 +56,7 @@ use std::fmt;
 use super::model::{
     Bounds, Machine, Traffic, best_parcels_per_message, count_policy, parcels_held,
 };
-use crate::aggregate::Coalescing;
+use crate::aggregate::{Coalescing, CountPolicy};
 
 /// What one epoch of counters says of one action towards one destination.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -56,6 +67,11 @@ pub(crate) struct Epoch {
     /// What a parcel cost the locality in the epoch, in ns: background
     /// time (sending and receiving) per parcel.
     pub(crate) cost_ns_per_parcel: f64,
+    /// The mean time from an awaited call leaving to its response coming
+    /// back, in ns, over the epoch (the locality's calls, by Little's law:
+    /// calls in flight over calls a second, `runtime/tuning.rs`); `None`
+    /// when too few calls were awaited to tell.
+    pub(crate) latency_ns: Option<f64>,
 }
 
 /// An epoch with fewer parcels than this says too little to judge: a
@@ -86,12 +102,24 @@ pub(crate) const OFF_SPEEDUP: f64 = 8.0;
 /// One epoch's cost swung 3–40 ns on ig. A guess, tune me.
 pub(crate) const MEASURE_EPOCHS: u32 = 4;
 
-/// The cost per parcel of the setting in force, averaged over epochs.
+/// What the epochs of a setting said once [`MEASURE_EPOCHS`] of them are
+/// in: the mean cost per parcel, and the mean latency of the epochs that
+/// measured one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Measured {
+    cost_ns: f64,
+    latency_ns: Option<f64>,
+}
+
+/// The cost per parcel and the call latency of the setting in force,
+/// averaged over epochs.
 #[derive(Debug, Clone, Copy, Default)]
 struct Samples {
     skip: u32,
     sum: f64,
     count: u32,
+    latency_sum: f64,
+    latencies: u32,
 }
 
 impl Samples {
@@ -103,15 +131,23 @@ impl Samples {
         }
     }
 
-    /// Adds an epoch's cost; the mean once there are [`MEASURE_EPOCHS`].
-    fn add(&mut self, cost: f64) -> Option<f64> {
+    /// Adds an epoch's cost and latency; their means once there are
+    /// [`MEASURE_EPOCHS`].
+    fn add(&mut self, cost: f64, latency: Option<f64>) -> Option<Measured> {
         if self.skip > 0 {
             self.skip -= 1;
             return None;
         }
         self.sum += cost;
         self.count += 1;
-        (self.count >= MEASURE_EPOCHS).then(|| self.sum / f64::from(self.count))
+        if let Some(latency) = latency {
+            self.latency_sum += latency;
+            self.latencies += 1;
+        }
+        (self.count >= MEASURE_EPOCHS).then(|| Measured {
+            cost_ns: self.sum / f64::from(self.count),
+            latency_ns: (self.latencies > 0).then(|| self.latency_sum / f64::from(self.latencies)),
+        })
     }
 }
 
@@ -136,6 +172,19 @@ const LARGER: f64 = 4.0;
 /// trusts the model and does not try larger messages. A call awaited with
 /// nine others is at 0.1.
 const LATENCY_BOUND_KAPPA: f64 = 0.1;
+
+/// The most parcels a message of the model's setting for which awaited
+/// calls get a trial without coalescing: the calls the model would put
+/// in one message are few, so a message a call is not many more. A
+/// guess, tune me.
+const SMALL_COUNT: u32 = 64;
+
+/// The share of a core that sending every parcel in a message of its
+/// own may take (`Q·α`) for awaited calls to get a trial without
+/// coalescing. Above it, a message a call would load the sender more
+/// than coalescing could cost its callers (bursts of 500 calls at
+/// 100,000 a second take 0.9–2.6 cores that way). A guess, tune me.
+const AFFORDABLE_OFF: f64 = 0.5;
 
 /// How much traffic must change to begin a new phase: the rate by a
 /// factor of 2, the parcel size by 1.5, the awaited share by a quarter,
@@ -178,6 +227,12 @@ pub(crate) enum Reason {
     /// The larger setting cost this much a parcel against the model's:
     /// back to the model's.
     Revert { larger_ns: f64, model_ns: f64 },
+    /// Trying the awaited calls without coalescing; under the model's
+    /// setting they took this long to come back.
+    TryOff { latency_ns: f64 },
+    /// Without coalescing the awaited calls took this long to come back,
+    /// against this long under the model's setting: back to the model's.
+    RevertOff { off_ns: f64, model_ns: f64 },
 }
 
 impl fmt::Display for Reason {
@@ -204,6 +259,17 @@ impl fmt::Display for Reason {
                 f,
                 "the larger setting cost {larger_ns:.1} ns a parcel against {model_ns:.1}: back"
             ),
+            Reason::TryOff { latency_ns } => write!(
+                f,
+                "trying a message a call (calls now take {:.1} µs)",
+                latency_ns / 1e3
+            ),
+            Reason::RevertOff { off_ns, model_ns } => write!(
+                f,
+                "calls took {:.1} µs without coalescing against {:.1}: back",
+                off_ns / 1e3,
+                model_ns / 1e3
+            ),
         }
     }
 }
@@ -223,6 +289,9 @@ enum Step {
     /// The larger setting is in force; the next epoch measures it against
     /// the model's cost.
     Compare { model: Coalescing, model_ns: f64 },
+    /// Coalescing is off for awaited calls; the next epochs measure their
+    /// latency against the model's setting's.
+    CompareOff { model: Coalescing, model_ns: f64 },
     /// Nothing to do until the traffic changes.
     Settled,
 }
@@ -348,7 +417,10 @@ impl Tuner {
         if self.step == Step::Settled {
             return None;
         }
-        let cost = self.samples.add(epoch.cost_ns_per_parcel)?;
+        let measured = self
+            .samples
+            .add(epoch.cost_ns_per_parcel, epoch.latency_ns)?;
+        let cost = measured.cost_ns;
         match self.step {
             Step::Settled => None,
             Step::Measure { model } => {
@@ -356,10 +428,29 @@ impl Tuner {
                 let Coalescing::Count(policy) = model else {
                     return None;
                 };
+                if let Some(latency_ns) = measured.latency_ns
+                    && self.worth_trying_off(&policy, machine)
+                {
+                    self.step = Step::CompareOff {
+                        model,
+                        model_ns: latency_ns,
+                    };
+                    return self.decide(Coalescing::Off, Reason::TryOff { latency_ns });
+                }
                 if self.kappa(&epoch.traffic) >= LATENCY_BOUND_KAPPA {
                     return None;
                 }
                 self.try_larger(model, f64::from(policy.num_parcels), &epoch.traffic, cost)
+            }
+            Step::CompareOff { model, model_ns } => {
+                self.step = Step::Settled;
+                // Within the tolerance, off stays: the callers wait for
+                // no buffer and no timer, and the measure is noisy.
+                let off_ns = measured.latency_ns?;
+                if off_ns <= model_ns * (1.0 + TOLERANCE) {
+                    return None;
+                }
+                self.decide(model, Reason::RevertOff { off_ns, model_ns })
             }
             Step::Compare { model, model_ns } => {
                 self.step = Step::Settled;
@@ -457,6 +548,26 @@ impl Tuner {
         )
     }
 
+    /// Whether the phase's awaited calls, now under the model's count
+    /// `policy`, get a trial without coalescing, judged by how long they
+    /// take to come back: most of the phase's parcels are awaited calls,
+    /// the model puts few in a message ([`SMALL_COUNT`]), and a message
+    /// a call takes at most [`AFFORDABLE_OFF`] of a core. The model
+    /// prices a parcel's wait in a buffer (κ·n/2Q) but not the queues a
+    /// loaded locality adds, nor how many calls are awaited together
+    /// when a busy worker issues them one by one without running out of
+    /// tasks: calls at a steady 50,000 a second took 250–490 µs under the
+    /// 2–35 parcels a message the model chose, 56–113 µs without
+    /// (BENCHMARKS.md, issue #15).
+    fn worth_trying_off(&self, policy: &CountPolicy, machine: &Machine) -> bool {
+        let Some(phase) = self.phase else {
+            return false;
+        };
+        phase.awaited >= 0.5
+            && policy.num_parcels <= SMALL_COUNT
+            && phase.parcels_per_s * machine.alpha_ns * 1e-9 <= AFFORDABLE_OFF
+    }
+
     /// The parcels the setting in force sends a buffer of `traffic`, if
     /// between `low` and `high` (within the tolerance of [`differs`]).
     fn holds_between(&self, traffic: &Traffic, low: f64, high: f64) -> Option<f64> {
@@ -496,7 +607,7 @@ fn differs(a: &Coalescing, b: &Coalescing) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aggregate::{AdaptivePolicy, CountPolicy};
+    use crate::aggregate::AdaptivePolicy;
 
     /// The count policy in force, if the setting is one.
     fn count(setting: Coalescing) -> Option<CountPolicy> {
@@ -531,6 +642,7 @@ mod tests {
             },
             parcels: 1_000_000,
             cost_ns_per_parcel: (ALPHA_NS + extra_ns) / n * (1.0 + sign * noise),
+            latency_ns: None,
         }
     }
 
@@ -862,6 +974,98 @@ mod tests {
             together,
             ..posts(q, 16.0)
         }
+    }
+
+    /// Runs `epochs` epochs of `traffic` whose awaited calls take
+    /// `latency_us(setting in force)` to come back; returns the decisions.
+    fn run_timed(
+        tuner: &mut Tuner,
+        traffic: Traffic,
+        epochs: u64,
+        latency_us: impl Fn(Coalescing) -> f64,
+    ) -> Vec<Decision> {
+        (0..epochs)
+            .filter_map(|i| {
+                let mut e = epoch(traffic, tuner.in_force(), 0.0, 0.0, i);
+                e.latency_ns = Some(latency_us(tuner.in_force()) * 1e3);
+                tuner.observe(&e, &MACHINE)
+            })
+            .collect()
+    }
+
+    /// Latency in µs of calls that come back in `off_us` without
+    /// coalescing and in `count_us` under any count.
+    fn latency(off_us: f64, count_us: f64) -> impl Fn(Coalescing) -> f64 {
+        move |setting| match setting {
+            Coalescing::Off => off_us,
+            _ => count_us,
+        }
+    }
+
+    #[test]
+    fn awaited_calls_that_come_back_sooner_without_coalescing_are_sent_without() {
+        // 50,000 calls a second awaited 20 together: the model's count is
+        // 20 (κ = 0.05), a message a call takes 0.35 of a core at
+        // α = 7 µs. They come back in 300 µs under it, 80 µs without.
+        let traffic = awaited(5e4, 20.0);
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        let decisions = run_timed(&mut tuner, traffic, 30, latency(80.0, 300.0));
+        assert_eq!(decisions.len(), 2, "{decisions:?}");
+        assert_eq!(count(decisions[0].setting).map(|p| p.num_parcels), Some(20));
+        assert!(
+            matches!(decisions[1].reason, Reason::TryOff { latency_ns } if latency_ns == 300e3),
+            "{decisions:?}"
+        );
+        assert_eq!(tuner.in_force(), Coalescing::Off);
+        // Steady: no decision however long it lasts.
+        assert!(run_timed(&mut tuner, traffic, 200, latency(80.0, 300.0)).is_empty());
+        // Within the tolerance, off stays too.
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        let decisions = run_timed(&mut tuner, traffic, 50, latency(110.0, 100.0));
+        assert_eq!(decisions.len(), 2, "{decisions:?}");
+        assert_eq!(tuner.in_force(), Coalescing::Off);
+    }
+
+    #[test]
+    fn awaited_calls_that_come_back_later_without_coalescing_go_back_to_the_model() {
+        let traffic = awaited(5e4, 20.0);
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        let decisions = run_timed(&mut tuner, traffic, 30, latency(400.0, 100.0));
+        assert_eq!(decisions.len(), 3, "{decisions:?}");
+        assert!(
+            matches!(decisions[2].reason, Reason::RevertOff { off_ns, model_ns }
+                if off_ns == 400e3 && model_ns == 100e3),
+            "{decisions:?}"
+        );
+        assert_eq!(decisions[2].setting, decisions[0].setting);
+        assert!(run_timed(&mut tuner, traffic, 200, latency(400.0, 100.0)).is_empty());
+    }
+
+    #[test]
+    fn no_trial_without_coalescing_for_large_counts_dear_messages_posts_or_no_latency() {
+        let never_off = |traffic: Traffic, timed: bool| {
+            let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+            let decisions = if timed {
+                run_timed(&mut tuner, traffic, 50, latency(1.0, 1000.0))
+            } else {
+                run(&mut tuner, traffic, 0.0, 0.0, 50)
+            };
+            assert!(!decisions.is_empty());
+            assert!(
+                decisions
+                    .iter()
+                    .all(|d| !matches!(d.reason, Reason::TryOff { .. })),
+                "{traffic:?}: {decisions:?}"
+            );
+        };
+        // Bursts of 500 awaited together: 500 a message.
+        never_off(awaited(5e4, 500.0), true);
+        // 100,000 a second: a message a call would take 0.7 of a core.
+        never_off(awaited(1e5, 20.0), true);
+        // Posts nobody awaits.
+        never_off(posts(5e4, 8.0), true);
+        // No latency measured (too few calls awaited in each epoch).
+        never_off(awaited(5e4, 20.0), false);
     }
 
     #[test]

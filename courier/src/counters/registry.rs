@@ -511,6 +511,12 @@ pub(crate) static TYPES: &[CounterType] = &[
         "S, the mean bytes of arguments of a parcel of @ACTION in the adaptive-coalescing tuner's last epoch with traffic",
         |_q, size, _kappa| size
     ),
+    locality_counter!(
+        "/adapt/time/call-latency",
+        "ns",
+        "the mean time from an awaited call leaving this locality to its response coming back, in the adaptive-coalescing tuner's last epoch with enough such calls (the calls in flight over the calls a second)",
+        |s| Raw::Gauge(s.metrics.call_latency_ns())
+    ),
     coalescing_counter!(
         "/coalescing/count/average-parcels-per-message",
         "",

@@ -100,6 +100,12 @@ impl<'a> Metrics<'a> {
         self.locality.tuning.inputs(slot)
     }
 
+    /// How long this locality's awaited calls took to come back in the
+    /// adaptive-coalescing tuner's last epoch that measured it, in ns.
+    pub(crate) fn call_latency_ns(self) -> f64 {
+        self.locality.tuning.latency_ns()
+    }
+
     /// Tasks that ran past the watchdog's threshold, ever.
     pub(crate) fn long_running_tasks(self) -> u64 {
         self.locality.watchdog.long_running()

@@ -15,8 +15,10 @@
 //! many calls are awaited together (the awaited calls a worker issued
 //! before it ran out of tasks, `aggregate::Bursts`; for callers off the
 //! workers, the calls in flight: awaited calls its buffers took, less
-//! the responses that came back, sampled ten times an epoch, see
-//! [`sample_epoch`]), α, the fixed cost of a frame from
+//! the responses that came back, sampled twenty times an epoch, see
+//! [`sample_epoch`]), how long an awaited call takes to come back (the
+//! mean of those samples over the awaited calls a second, Little's law:
+//! no clock read on the calls' path), α, the fixed cost of a frame from
 //! the α-β calibration of its sends (`adapt/calibration.rs`: the
 //! start-up probe, then the traffic; the mean over its peers), and the
 //! cost of a parcel, background time (sending and receiving) per parcel
@@ -77,6 +79,8 @@ struct Reading {
     /// (Σn, Σn²) of the workers' bursts of awaited calls
     /// (`Aggregator::bursts`).
     bursts: (u64, u64),
+    /// Awaited calls the buffers took, of every action.
+    awaited: u64,
 }
 
 impl Reading {
@@ -100,12 +104,17 @@ impl Reading {
             parcels: load(&sent.parcels) + load(&received.parcels),
             background_ns: load(&sent.time_ns) + load(&received.time_ns),
             bursts: l.aggregator.bursts(),
+            awaited: l.aggregator.awaited_calls(None),
         }
     }
 }
 
 /// Looks at the calls in flight this many times an epoch.
-const IN_FLIGHT_SAMPLES: u32 = 10;
+const IN_FLIGHT_SAMPLES: u32 = 20;
+
+/// Fewer awaited calls than this in an epoch say too little of their
+/// latency. A guess, tune me.
+const MIN_AWAITED_FOR_LATENCY: u64 = 32;
 
 /// Awaited calls of `l` whose responses have not come back (all actions).
 fn calls_in_flight(l: &Locality) -> u64 {
@@ -115,16 +124,26 @@ fn calls_in_flight(l: &Locality) -> u64 {
     l.aggregator.awaited_calls(None).saturating_sub(responses)
 }
 
-/// Sleeps one epoch while sampling the calls in flight; returns how many
-/// calls a call in flight had in flight with it (itself included): the
-/// mean of the samples weighted by themselves, `Σn² / Σn`, what a call
-/// sees rather than what the clock sees (calls awaited 500 at a time
-/// and answered in a millisecond every 5 ms wait with 499 others, though
-/// a plain mean of the samples says 100). 0 (unknown) when no look saw
-/// one: calls that all come and go between looks are taken to tolerate
-/// delay as posts do (the idle flush sends what a caller with nothing
-/// else to do waits for). `None` when the locality is gone.
-fn sample_epoch(weak: &Weak<Locality>) -> Option<f64> {
+/// The calls in flight over one epoch, sampled [`IN_FLIGHT_SAMPLES`]
+/// times.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct InFlight {
+    /// The plain mean of the samples: what the clock sees.
+    mean: f64,
+    /// The mean of the samples weighted by themselves, `Σn² / Σn`: how
+    /// many calls a call in flight had in flight with it (itself
+    /// included), what a call sees (calls awaited 500 at a time and
+    /// answered in a millisecond every 5 ms wait with 499 others, though
+    /// the plain mean says 100). 0 (unknown) when no look saw one: calls
+    /// that all come and go between looks are taken to tolerate delay as
+    /// posts do (the idle flush sends what a caller with nothing else to
+    /// do waits for).
+    weighted: f64,
+}
+
+/// Sleeps one epoch while sampling the calls in flight; `None` when the
+/// locality is gone.
+fn sample_epoch(weak: &Weak<Locality>) -> Option<InFlight> {
     let (mut sum, mut squares) = (0.0, 0.0);
     for _ in 0..IN_FLIGHT_SAMPLES {
         std::thread::sleep(EPOCH / IN_FLIGHT_SAMPLES);
@@ -132,7 +151,26 @@ fn sample_epoch(weak: &Weak<Locality>) -> Option<f64> {
         sum += n;
         squares += n * n;
     }
-    Some(if sum > 0.0 { squares / sum } else { 0.0 })
+    Some(InFlight {
+        mean: sum / f64::from(IN_FLIGHT_SAMPLES),
+        weighted: if sum > 0.0 { squares / sum } else { 0.0 },
+    })
+}
+
+/// The mean time from an awaited call leaving to its response, in ns, over
+/// the `seconds` from `last` to `now`, by Little's law: the calls in
+/// flight on average over the calls a second. `None` when fewer than
+/// [`MIN_AWAITED_FOR_LATENCY`] calls left. A call whose response goes to
+/// another locality (a continuation) counts as in flight for ever: a
+/// constant added to every epoch's mean.
+fn call_latency_ns(
+    now: &Reading,
+    last: &Reading,
+    seconds: f64,
+    in_flight: &InFlight,
+) -> Option<f64> {
+    let calls = now.awaited.saturating_sub(last.awaited);
+    (calls >= MIN_AWAITED_FOR_LATENCY).then(|| in_flight.mean * seconds / calls as f64 * 1e9)
 }
 
 /// How many calls a call awaited in the epoch from `last` to `now` was
@@ -166,8 +204,12 @@ fn run(weak: &Weak<Locality>) {
             return;
         }
         let now = Reading::take(&l);
-        let together = awaited_together(&now, &last, in_flight);
+        let together = awaited_together(&now, &last, in_flight.weighted);
         let seconds = now.at.duration_since(last.at).as_secs_f64().max(1e-6);
+        let latency_ns = call_latency_ns(&now, &last, seconds, &in_flight);
+        if let Some(ns) = latency_ns {
+            l.tuning.record_latency(ns);
+        }
         let messages = now.messages.saturating_sub(last.messages);
         if let Some(cost) = l.calibration.mean() {
             alpha_ns = cost.alpha_ns;
@@ -205,6 +247,7 @@ fn run(weak: &Weak<Locality>) {
                 },
                 parcels: sent,
                 cost_ns_per_parcel,
+                latency_ns,
             };
             if sent > 0 {
                 l.tuning
