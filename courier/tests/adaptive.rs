@@ -400,3 +400,50 @@ fn the_call_latency_counter_says_how_long_awaited_calls_take() {
     })
     .unwrap();
 }
+
+/// Does nothing: a post to count.
+#[courier::action]
+fn noop(_x: u64) {}
+
+/// Each destination has a tuner of its own: posts flooding locality 1
+/// and posts to locality 2 once every 50 µs get different settings, the
+/// fast stream more parcels a message (`√(2Qα/κ)` with each
+/// destination's Q; one tuner for both would give them one setting).
+#[test]
+fn each_destination_is_tuned_for_its_own_traffic() {
+    let config = common::inproc(3).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+    courier::launch(config, |rt| async move {
+        let (fast, slow) = (rt.locality(1), rt.locality(2));
+        let start = std::time::Instant::now();
+        let mut last_slow = start;
+        let (mut to_fast, mut to_slow) = (0u64, 0u64);
+        while start.elapsed() < Duration::from_millis(500) {
+            rt.post(fast, noop, (to_fast,))?;
+            to_fast += 1;
+            if last_slow.elapsed() >= Duration::from_micros(50) {
+                last_slow = std::time::Instant::now();
+                rt.post(slow, noop, (to_slow,))?;
+                to_slow += 1;
+            }
+            if to_fast % 64 == 0 {
+                courier::yield_now().await;
+            }
+        }
+        let parcels = |dest| match rt.coalescing(noop, dest) {
+            Coalescing::Count(p) => p.num_parcels,
+            other => panic!("posts set to {other}"),
+        };
+        let (n_fast, n_slow) = (parcels(fast), parcels(slow));
+        rt.quiesce().await?;
+        assert!(
+            to_fast > 8 * to_slow,
+            "{to_fast} and {to_slow} posts: not a fast and a slow stream"
+        );
+        assert!(
+            n_fast > n_slow,
+            "{n_fast} parcels a message for {to_fast} posts, {n_slow} for {to_slow}"
+        );
+        Ok(())
+    })
+    .unwrap();
+}

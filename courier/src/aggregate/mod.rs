@@ -671,10 +671,17 @@ impl Aggregator {
     }
 
     /// Puts the setting the tuner of the adaptive action in `slot` chose
-    /// in force towards every destination, as [`set`](Self::set) does.
-    pub(crate) fn tune(&self, outbox: &dyn Outbox, slot: usize, setting: Coalescing) {
-        self.settings.tune(slot, setting);
-        self.apply(outbox, slot, None, setting.in_force());
+    /// for `dest` in force towards it, as [`set`](Self::set) does; the
+    /// destinations not tuned yet start from it.
+    pub(crate) fn tune(
+        &self,
+        outbox: &dyn Outbox,
+        slot: usize,
+        dest: LocalityId,
+        setting: Coalescing,
+    ) {
+        self.settings.tune(slot, dest, setting);
+        self.apply(outbox, slot, Some(dest), setting.in_force());
     }
 
     /// The bounds of the tuner of the action in `slot`, if it is adaptive.

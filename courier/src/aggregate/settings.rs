@@ -87,10 +87,16 @@ impl Settings {
         self.put(slot, dest, setting.in_force());
     }
 
-    /// Puts what the action's tuner chose in force towards every
-    /// destination; the action stays adaptive.
-    pub(crate) fn tune(&self, slot: usize, setting: Coalescing) {
-        self.put(slot, None, setting.in_force());
+    /// Puts what the action's tuner chose for `dest` in force towards it,
+    /// and makes it the setting of the destinations without one (those
+    /// its tuners have not decided for yet start from the latest
+    /// decision); the action stays adaptive.
+    pub(crate) fn tune(&self, slot: usize, dest: LocalityId, setting: Coalescing) {
+        let setting = setting.in_force();
+        self.change(slot, |table| {
+            table.per_destination.insert(dest, setting);
+            table.default = setting;
+        });
     }
 
     /// The bounds of the tuner of the action in `slot`, if it is adaptive.
@@ -104,9 +110,7 @@ impl Settings {
     }
 
     fn put(&self, slot: usize, dest: Option<LocalityId>, setting: Coalescing) {
-        let action = &self.actions[slot];
-        let mut table = action.table.write();
-        match dest {
+        self.change(slot, |table| match dest {
             Some(dest) => {
                 table.per_destination.insert(dest, setting);
             }
@@ -114,7 +118,15 @@ impl Settings {
                 table.default = setting;
                 table.per_destination.clear();
             }
-        }
+        });
+    }
+
+    /// Changes the table of the action in `slot` by `change`, and whether
+    /// its calls may be routed.
+    fn change(&self, slot: usize, change: impl FnOnce(&mut Table)) {
+        let action = &self.actions[slot];
+        let mut table = action.table.write();
+        change(&mut table);
         let routed = table.default.dimensions() > 1
             || table.per_destination.values().any(|c| c.dimensions() > 1);
         action.routed.store(routed, Ordering::Relaxed);

@@ -366,6 +366,7 @@ impl Outbox for Locality {
         sent.add_message(payload, wire, ns);
         if let Some(slot) = calls {
             sent.add_calls(slot, count, payload);
+            self.traffic.calls_to.add(slot, dest, count);
         }
         // A frame queued for credit was not sent: its time is no sample.
         if handed == Handed::Now {

@@ -130,7 +130,7 @@ impl Locality {
             transport,
             pending: Arc::default(),
             max_frame_bytes,
-            traffic: Traffic::default(),
+            traffic: Traffic::new(count as usize),
             calibration: Calibration::new(here, count, calibration.prior),
             started: std::time::Instant::now(),
             aggregator,

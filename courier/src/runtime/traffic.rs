@@ -2,11 +2,13 @@
 //! `/messages`, `/data` and `/serialize` counters and of the send/receive
 //! split of the network overhead.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
 use crate::action::registry;
+use crate::ids::LocalityId;
 
 /// Call parcels of one action in one direction.
 #[derive(Debug, Default)]
@@ -79,11 +81,58 @@ impl Direction {
     }
 }
 
+/// Call parcels of each action sent to each destination, for the tuners
+/// of adaptive coalescing, which tune each destination apart
+/// (`runtime/tuning.rs`). Counted once a frame, as
+/// [`Direction::add_calls`]; an action's row of destinations is made with
+/// its first frame, so that actions never sent cost nothing.
+#[derive(Debug)]
+pub(crate) struct CallsTo {
+    localities: usize,
+    per_action: Box<[OnceLock<Box<[AtomicU64]>>]>,
+}
+
+impl CallsTo {
+    /// Counts for the registered actions towards `localities` destinations.
+    fn new(localities: usize) -> Self {
+        CallsTo {
+            localities,
+            per_action: registry()
+                .entries()
+                .iter()
+                .map(|_| OnceLock::new())
+                .collect(),
+        }
+    }
+
+    /// Counts `parcels` call parcels of the action in `slot` sent to `dest`.
+    pub(crate) fn add(&self, slot: usize, dest: LocalityId, parcels: u64) {
+        let Some(row) = self.per_action.get(slot) else {
+            return;
+        };
+        let row = row.get_or_init(|| (0..self.localities).map(|_| AtomicU64::new(0)).collect());
+        if let Some(count) = row.get(dest.index()) {
+            count.fetch_add(parcels, Ordering::Relaxed);
+        }
+    }
+
+    /// Call parcels of the action in `slot` sent to `dest` so far.
+    pub(crate) fn get(&self, slot: usize, dest: LocalityId) -> u64 {
+        self.per_action
+            .get(slot)
+            .and_then(OnceLock::get)
+            .and_then(|row| row.get(dest.index()))
+            .map_or(0, |count| count.load(Ordering::Relaxed))
+    }
+}
+
 /// Both directions of one locality's traffic.
 #[derive(Debug)]
 pub(crate) struct Traffic {
     pub(crate) sent: Direction,
     pub(crate) received: Direction,
+    /// Call parcels sent, per action and destination.
+    pub(crate) calls_to: CallsTo,
     /// How long the program's sends waited for credit (flow control).
     pub(crate) credit_waits: CreditWaits,
     /// Responses (results and failures) received for this locality's
@@ -101,8 +150,9 @@ pub(crate) struct CreditWaits {
     pub(crate) ns: AtomicU64,
 }
 
-impl Default for Traffic {
-    fn default() -> Self {
+impl Traffic {
+    /// The traffic of a locality among `localities`, none yet.
+    pub(crate) fn new(localities: usize) -> Self {
         let direction = || Direction {
             per_action: registry()
                 .entries()
@@ -114,6 +164,7 @@ impl Default for Traffic {
         Traffic {
             sent: direction(),
             received: direction(),
+            calls_to: CallsTo::new(localities),
             credit_waits: CreditWaits::default(),
             responses: AtomicU64::new(0),
         }

@@ -1,27 +1,30 @@
 //! The adaptive-coalescing loop of one locality: every [`EPOCH`], it reads
-//! what the locality sent of each adaptive action and what a parcel and
-//! a message cost, hands that to the action's tuner (`adapt/tuner.rs`),
-//! and puts the tuner's decisions in force.
+//! what the locality sent of each adaptive action to each destination and
+//! what a parcel and a message cost, hands that to the tuner of the
+//! action towards that destination (`adapt/tuner.rs`), and puts the
+//! tuner's decisions in force towards it.
 //!
 //! The loop runs on a thread of its own, started with the first adaptive
 //! setting (at start-up or from [`Runtime::set_coalescing`]), so that it
 //! reads the counters on time when every worker is busy. It holds the
 //! locality weakly and ends with it.
 //!
-//! What it measures, per action: Q (call parcels a second, posts and
-//! calls), S (bytes of arguments a parcel) and the share of its parcels
-//! that are calls someone waits for (awaited calls its buffers took over
-//! call parcels sent), from the traffic counters; for the locality: how
+//! What it measures, per action and destination: Q (call parcels a
+//! second, posts and calls: seed 004's rate of the parcels that fill one
+//! buffer); per action: S (bytes of arguments a parcel) and the share of
+//! its parcels that are calls someone waits for (awaited calls its
+//! buffers took over call parcels sent), from the traffic counters; per
+//! destination: α, the fixed cost of a frame to it from the α-β
+//! calibration of the sends (`adapt/calibration.rs`: the start-up probe,
+//! then the traffic; the mean over the peers before it has one); for the
+//! locality: how
 //! many calls are awaited together (the awaited calls a worker issued
 //! before it ran out of tasks, `aggregate::Bursts`; for callers off the
 //! workers, the calls in flight: awaited calls its buffers took, less
 //! the responses that came back, sampled twenty times an epoch, see
 //! [`sample_epoch`]), how long an awaited call takes to come back (the
 //! mean of those samples over the awaited calls a second, Little's law:
-//! no clock read on the calls' path), α, the fixed cost of a frame from
-//! the α-β calibration of its sends (`adapt/calibration.rs`: the
-//! start-up probe, then the traffic; the mean over its peers), and the
-//! cost of a parcel, background time (sending and receiving) per parcel
+//! no clock read on the calls' path), and the cost of a parcel, background time (sending and receiving) per parcel
 //! sent and received. From the share and the calls awaited together the model
 //! infers κ (`Traffic::kappa`): a caller awaiting each result alone
 //! tolerates no delay; a stream of posts, or a million calls awaited
@@ -36,6 +39,7 @@ use std::time::{Duration, Instant};
 
 use super::locality::{Locality, report};
 use crate::adapt::{Bounds, Epoch, Machine, Traffic, Tuner};
+use crate::ids::LocalityId;
 
 /// The time between two looks at the counters. Long enough for an epoch
 /// of a busy action to hold thousands of parcels, short enough that three
@@ -81,6 +85,9 @@ struct Reading {
     bursts: (u64, u64),
     /// Awaited calls the buffers took, of every action.
     awaited: u64,
+    /// Per action, call parcels sent to each destination (adaptive
+    /// actions only; empty for the others).
+    calls_to: Vec<Vec<u64>>,
 }
 
 impl Reading {
@@ -105,6 +112,14 @@ impl Reading {
             background_ns: load(&sent.time_ns) + load(&received.time_ns),
             bursts: l.aggregator.bursts(),
             awaited: l.aggregator.awaited_calls(None),
+            calls_to: (0..sent.per_action.len())
+                .map(|slot| match l.aggregator.adaptive(slot) {
+                    Some(_) => (0..l.count)
+                        .map(|d| l.traffic.calls_to.get(slot, LocalityId::new(d)))
+                        .collect(),
+                    None => Vec::new(),
+                })
+                .collect(),
         }
     }
 }
@@ -189,7 +204,7 @@ fn awaited_together(now: &Reading, last: &Reading, in_flight: f64) -> f64 {
 }
 
 fn run(weak: &Weak<Locality>) {
-    let mut tuners: Vec<Option<Tuner>> = Vec::new();
+    let mut tuners: Vec<Vec<Option<Tuner>>> = Vec::new();
     let mut alpha_ns = PRIOR_ALPHA_NS;
     let mut last = match weak.upgrade() {
         Some(l) => Reading::take(&l),
@@ -216,60 +231,85 @@ fn run(weak: &Weak<Locality>) {
         } else if messages > 0 {
             alpha_ns = now.send_ns.saturating_sub(last.send_ns) as f64 / messages as f64;
         }
-        let machine = Machine { alpha_ns };
         let parcels = now.parcels.saturating_sub(last.parcels);
         let cost_ns_per_parcel =
             now.background_ns.saturating_sub(last.background_ns) as f64 / parcels.max(1) as f64;
-        tuners.resize_with(l.aggregator.actions(), || None);
-        for (slot, tuner) in tuners.iter_mut().enumerate() {
+        tuners.resize_with(l.aggregator.actions(), Vec::new);
+        for (slot, row) in tuners.iter_mut().enumerate() {
             let Some(policy) = l.aggregator.adaptive(slot) else {
-                *tuner = None;
+                row.clear();
                 continue;
             };
-            let tuner = tuner.get_or_insert_with(|| {
-                let bounds = Bounds::from(policy).within_credit(l.windows.window());
-                Tuner::new(l.aggregator.default_setting(slot), bounds).declared_kappa(policy.kappa)
-            });
             let (Some(&(p1, b1, a1)), Some(&(p0, b0, a0))) =
                 (now.actions.get(slot), last.actions.get(slot))
             else {
                 continue;
             };
+            // The action's traffic to every destination: the model's
+            // inputs the counters show, and the size and the awaited share
+            // of each destination's parcels (not counted apart).
             let sent = p1.saturating_sub(p0);
-            let epoch = Epoch {
-                traffic: Traffic {
-                    parcels_per_s: sent as f64 / seconds,
-                    bytes_per_parcel: b1.saturating_sub(b0) as f64 / sent.max(1) as f64,
-                    // Calls to this locality itself count among the
-                    // awaited but not among the parcels sent: at most 1.
-                    awaited: (a1.saturating_sub(a0) as f64 / sent.max(1) as f64).min(1.0),
-                    together,
-                },
-                parcels: sent,
-                cost_ns_per_parcel,
-                latency_ns,
+            let action = Traffic {
+                parcels_per_s: sent as f64 / seconds,
+                bytes_per_parcel: b1.saturating_sub(b0) as f64 / sent.max(1) as f64,
+                // Calls to this locality itself count among the awaited
+                // but not among the parcels sent: at most 1.
+                awaited: (a1.saturating_sub(a0) as f64 / sent.max(1) as f64).min(1.0),
+                together,
             };
             if sent > 0 {
-                l.tuning
-                    .record_inputs(slot, &epoch.traffic, tuner.kappa(&epoch.traffic));
+                let kappa = policy.kappa.unwrap_or_else(|| action.kappa());
+                l.tuning.record_inputs(slot, &action, kappa);
             }
-            if let Some(decision) = tuner.observe(&epoch, &machine) {
-                l.aggregator.tune(&*l, slot, decision.setting);
-                l.tuning.count_decision(slot);
-                let name = crate::action::registry().entries()[slot].name();
-                let (setting, reason) = (decision.setting, decision.reason);
-                if l.tuning.print() {
-                    report!(
-                        info,
-                        l.here,
-                        "adaptive coalescing of {name}: {setting} ({reason})"
-                    );
-                } else {
-                    report!(
-                        debug,
-                        l.here,
-                        "adaptive coalescing of {name}: {setting} ({reason})"
-                    );
+            let (Some(to_now), Some(to_last)) = (now.calls_to.get(slot), last.calls_to.get(slot))
+            else {
+                continue;
+            };
+            row.resize_with(to_now.len(), || None);
+            for (index, tuner) in row.iter_mut().enumerate() {
+                let dest = LocalityId::new(index as u32);
+                let (Some(&c1), Some(&c0)) = (to_now.get(index), to_last.get(index)) else {
+                    continue;
+                };
+                if dest == l.here {
+                    continue;
+                }
+                let tuner = tuner.get_or_insert_with(|| {
+                    let bounds = Bounds::from(policy).within_credit(l.windows.window());
+                    Tuner::new(l.aggregator.setting(slot, dest), bounds)
+                        .declared_kappa(policy.kappa)
+                });
+                let sent = c1.saturating_sub(c0);
+                let epoch = Epoch {
+                    traffic: Traffic {
+                        parcels_per_s: sent as f64 / seconds,
+                        ..action
+                    },
+                    parcels: sent,
+                    cost_ns_per_parcel,
+                    latency_ns,
+                };
+                let machine = Machine {
+                    alpha_ns: l.calibration.cost(dest).map_or(alpha_ns, |c| c.alpha_ns),
+                };
+                if let Some(decision) = tuner.observe(&epoch, &machine) {
+                    l.aggregator.tune(&*l, slot, dest, decision.setting);
+                    l.tuning.count_decision(slot);
+                    let name = crate::action::registry().entries()[slot].name();
+                    let (setting, reason) = (decision.setting, decision.reason);
+                    if l.tuning.print() {
+                        report!(
+                            info,
+                            l.here,
+                            "adaptive coalescing of {name} to {dest}: {setting} ({reason})"
+                        );
+                    } else {
+                        report!(
+                            debug,
+                            l.here,
+                            "adaptive coalescing of {name} to {dest}: {setting} ({reason})"
+                        );
+                    }
                 }
             }
         }
