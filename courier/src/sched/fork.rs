@@ -13,8 +13,9 @@
 //! else. While the task runs elsewhere, the caller helps: it runs other
 //! tasks of its scheduler instead of idling.
 //!
-//! The one module of the scheduler with `unsafe` code: the pointer to
-//! the caller's job. Its protocol is model-checked by loom below.
+//! One of the two modules of the scheduler with `unsafe` code (with
+//! `pooled.rs`): the pointer to the caller's job. Its protocol is
+//! model-checked by loom below.
 
 #![allow(unsafe_code)]
 

@@ -22,7 +22,8 @@
 //!
 //! A task's first poll may also run inline, in the code that spawns it,
 //! before any task is made for it (`Scheduler::poll_inline` in
-//! `spawn.rs`); `inline.rs` decides when, from the durations measured
+//! `spawn.rs`, its future in a block of the thread's pool, `pooled.rs`);
+//! `inline.rs` decides when, from the durations measured
 //! per call site (`sites.rs`, shared with `par::join`) under the job's
 //! [`Inlining`] policy (`inlining.rs`).
 
@@ -34,6 +35,7 @@ mod inline;
 mod inlining;
 mod join;
 mod perf;
+mod pooled;
 mod scheduler;
 mod sites;
 mod sleep;

@@ -17,6 +17,7 @@ use std::thread;
 use async_task::Runnable;
 
 use super::join::JoinHandle;
+use super::pooled::Pooled;
 use super::scheduler::{Scheduler, SchedulerId};
 use super::worker::{self, Queue};
 
@@ -109,13 +110,14 @@ impl Scheduler {
     /// is not needed, since the task polls the future again at once. As
     /// for a queued task, a panic is caught and resumed where the handle
     /// is awaited. The future is boxed first, so that it need not move
-    /// after it was polled, should it wait: one allocation, against a
-    /// task's one and its atomic state changes.
-    pub(crate) fn poll_inline<F>(&self, future: F) -> Result<JoinHandle<F::Output>, Pin<Box<F>>>
+    /// after it was polled, should it wait: a block from the thread's pool
+    /// (`pooled.rs`), against a task's allocation and its atomic state
+    /// changes.
+    pub(crate) fn poll_inline<F>(&self, future: F) -> Result<JoinHandle<F::Output>, Pin<Pooled<F>>>
     where
         F: Future,
     {
-        let mut future = Some(Box::pin(future));
+        let mut future = Some(Pooled::pin(future));
         let mut cx = Context::from_waker(Waker::noop());
         let polled = panic::catch_unwind(AssertUnwindSafe(|| {
             let pinned = future.as_mut().expect("not polled yet");
