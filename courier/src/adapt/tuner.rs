@@ -67,10 +67,10 @@ pub(crate) struct Epoch {
     /// What a parcel cost the locality in the epoch, in ns: background
     /// time (sending and receiving) per parcel.
     pub(crate) cost_ns_per_parcel: f64,
-    /// The mean time from an awaited call leaving to its response coming
-    /// back, in ns, over the epoch (the locality's calls, by Little's law:
-    /// calls in flight over calls a second, `runtime/tuning.rs`); `None`
-    /// when too few calls were awaited to tell.
+    /// The mean time from an awaited call being issued (into its buffer)
+    /// to its response coming back, in ns, over the epoch (the locality's
+    /// calls, by Little's law: calls in flight over calls a second,
+    /// `runtime/tuning.rs`); `None` when too few calls left to tell.
     pub(crate) latency_ns: Option<f64>,
 }
 

@@ -33,6 +33,14 @@ pub(crate) struct LaneStats {
     pub(crate) gap_sum_ns: u64,
     /// Gaps per power-of-two bucket.
     pub(crate) gap_histogram: [u64; GAP_BUCKETS],
+    /// Awaited calls that left (in frames, or alone when coalescing is
+    /// off), and the sum of the moments they were issued, in ns on the
+    /// aggregator's clock (wrapping): each call of a frame is taken to
+    /// have come midway between the frame's first parcel and its
+    /// departure, as the gaps are. With the responses' arrivals, the
+    /// integral of the calls in flight (`runtime/tuning.rs`).
+    pub(crate) awaited_left: u64,
+    pub(crate) awaited_issued_ns: u64,
 }
 
 impl Default for LaneStats {
@@ -44,6 +52,8 @@ impl Default for LaneStats {
             gaps: 0,
             gap_sum_ns: 0,
             gap_histogram: [0; GAP_BUCKETS],
+            awaited_left: 0,
+            awaited_issued_ns: 0,
         }
     }
 }
@@ -61,6 +71,17 @@ impl LaneStats {
         for (a, b) in self.gap_histogram.iter_mut().zip(&other.gap_histogram) {
             *a += b;
         }
+        self.awaited_left += other.awaited_left;
+        self.awaited_issued_ns = self.awaited_issued_ns.wrapping_add(other.awaited_issued_ns);
+    }
+
+    /// Counts `calls` awaited calls leaving, issued at `issued_ns` on
+    /// average.
+    pub(crate) fn awaited_leave(&mut self, calls: u64, issued_ns: u64) {
+        self.awaited_left += calls;
+        self.awaited_issued_ns = self
+            .awaited_issued_ns
+            .wrapping_add(calls.wrapping_mul(issued_ns));
     }
 
     /// Counts `n` gaps of `gap_ns` each.
@@ -131,6 +152,8 @@ pub(crate) struct Buffer {
     last_ns: Option<u64>,
     /// Size of the last frame flushed, to size the next one.
     last_frame_bytes: usize,
+    /// Awaited calls in the frame.
+    pub(crate) awaited: u32,
     pub(crate) stats: LaneStats,
 }
 
@@ -146,6 +169,7 @@ impl Buffer {
             first_ns: 0,
             last_ns: None,
             last_frame_bytes: 0,
+            awaited: 0,
             stats: LaneStats::default(),
         }
     }
@@ -217,6 +241,11 @@ impl Buffer {
             self.stats.gap_sum_ns += span - gaps * average;
         }
         self.last_ns = Some(now_ns);
+        let awaited = std::mem::take(&mut self.awaited);
+        if awaited > 0 {
+            let midway = self.first_ns.min(now_ns) + span / 2;
+            self.stats.awaited_leave(u64::from(awaited), midway);
+        }
         let capacity = self.last_frame_bytes.max(self.frame.byte_len());
         let next = FrameBuilder::with_capacity(
             self.frame.source(),

@@ -259,6 +259,7 @@ impl Aggregator {
         if !was_empty {
             // The common case: the parcel joins others and stays.
             encode(&mut buffer.frame).map_err(encode_failure)?;
+            buffer.awaited += u32::from(awaited);
             let parcel_bytes = buffer.frame.byte_len() - before;
             if buffer.pushed_fast(parcel_bytes) {
                 // The common case ends here: the set's worker looks at the
@@ -283,12 +284,18 @@ impl Aggregator {
         }
         let setting = buffer.setting();
         if !setting.is_on() {
+            if awaited {
+                // Leaves now, alone (an encoding error below leaves it
+                // counted, as the awaited calls above).
+                buffer.stats.awaited_leave(1, self.epoch.elapsed_ns());
+            }
             drop(buffers);
             let mut frame = FrameBuilder::new(self.here, kind, action);
             encode(&mut frame).map_err(encode_failure)?;
             return outbox.send_frame(dest, frame);
         }
         encode(&mut buffer.frame).map_err(encode_failure)?;
+        buffer.awaited += u32::from(awaited);
         let parcel_bytes = buffer.frame.byte_len() - before;
         self.push_slow(
             outbox,
@@ -797,6 +804,12 @@ impl Aggregator {
     /// The timer thread's clock, in ns: for sleeping tasks.
     pub(crate) fn now_ns(&self) -> u64 {
         self.timer.now_ns()
+    }
+
+    /// `raw`, a reading of `clock()`, in ns on [`now_ns`](Self::now_ns)'s
+    /// clock.
+    pub(crate) fn ns_at(&self, raw: u64) -> u64 {
+        self.epoch.ns_at(raw)
     }
 
     /// Wakes `waker` at `deadline` (ns on [`now_ns`](Self::now_ns)'s

@@ -49,7 +49,12 @@ impl Epoch {
 
     /// Nanoseconds since the epoch.
     pub(crate) fn elapsed_ns(&self) -> u64 {
-        clock().delta_as_nanos(self.0, clock().raw())
+        self.ns_at(clock().raw())
+    }
+
+    /// Nanoseconds from the epoch to `raw`, a reading of [`clock`].
+    pub(crate) fn ns_at(&self, raw: u64) -> u64 {
+        clock().delta_as_nanos(self.0, raw)
     }
 }
 

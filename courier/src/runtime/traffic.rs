@@ -139,6 +139,28 @@ pub(crate) struct Traffic {
     /// calls, its calls to itself included: with the awaited calls its
     /// buffers took (`Aggregator::awaited_calls`), the calls in flight.
     pub(crate) responses: AtomicU64,
+    /// The responses counted as `responses` is, and the sum of the moments
+    /// they arrived, in ns on the aggregator's clock (wrapping): with the
+    /// awaited calls' departures (`LaneStats::awaited_issued_ns`), the
+    /// integral of the calls in flight (`runtime/tuning.rs`). One lock for
+    /// both: a reading that saw a moment without its response would be
+    /// off by the time since the clock's start.
+    pub(crate) responses_at: parking_lot::Mutex<Arrivals>,
+}
+
+/// Responses that arrived, and the sum of their moments (wrapping).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Arrivals {
+    pub(crate) count: u64,
+    pub(crate) sum_ns: u64,
+}
+
+impl Arrivals {
+    /// Counts `count` responses that arrived at `at_ns`.
+    pub(crate) fn add(&mut self, count: u64, at_ns: u64) {
+        self.count += count;
+        self.sum_ns = self.sum_ns.wrapping_add(count.wrapping_mul(at_ns));
+    }
 }
 
 /// How long the program's sends waited for credit.
@@ -167,6 +189,7 @@ impl Traffic {
             calls_to: CallsTo::new(localities),
             credit_waits: CreditWaits::default(),
             responses: AtomicU64::new(0),
+            responses_at: parking_lot::Mutex::new(Arrivals::default()),
         }
     }
 }

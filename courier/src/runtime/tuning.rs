@@ -20,11 +20,12 @@
 //! locality: how
 //! many calls are awaited together (the awaited calls a worker issued
 //! before it ran out of tasks, `aggregate::Bursts`; for callers off the
-//! workers, the calls in flight: awaited calls its buffers took, less
-//! the responses that came back, sampled twenty times an epoch, see
-//! [`sample_epoch`]), how long an awaited call takes to come back (the
-//! mean of those samples over the awaited calls a second, Little's law:
-//! no clock read on the calls' path), and the cost of a parcel, background time (sending and receiving) per parcel
+//! workers, the calls in flight on average), how long an awaited call
+//! takes to come back (the calls in flight on average over the calls a
+//! second, Little's law), both from the integral of the calls in flight
+//! over the epoch, exact from the moments the calls left and their
+//! responses arrived ([`InFlight`]: the clock reads a frame already
+//! makes, none per call, and no sampling), and the cost of a parcel, background time (sending and receiving) per parcel
 //! sent and received. From the share and the calls awaited together the model
 //! infers κ (`Traffic::kappa`): a caller awaiting each result alone
 //! tolerates no delay; a stream of posts, or a million calls awaited
@@ -38,6 +39,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::locality::{Locality, report};
+use super::traffic::Arrivals;
 use crate::adapt::{Bounds, Epoch, Machine, Traffic, Tuner};
 use crate::ids::LocalityId;
 
@@ -83,8 +85,14 @@ struct Reading {
     /// (Σn, Σn²) of the workers' bursts of awaited calls
     /// (`Aggregator::bursts`).
     bursts: (u64, u64),
-    /// Awaited calls the buffers took, of every action.
-    awaited: u64,
+    /// Awaited calls that left, and the sum of the moments they were
+    /// issued (ns on the aggregator's clock, wrapping).
+    left: u64,
+    issued_ns: u64,
+    /// Their responses that arrived, and the sum of their moments.
+    answered: Arrivals,
+    /// When the reading was taken, on the aggregator's clock.
+    at_ns: u64,
     /// Per action, call parcels sent to each destination (adaptive
     /// actions only; empty for the others).
     calls_to: Vec<Vec<u64>>,
@@ -95,6 +103,8 @@ impl Reading {
         let sent = &l.traffic.sent;
         let received = &l.traffic.received;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        // Departures before arrivals: a response is counted after its call.
+        let stats = l.aggregator.stats(None);
         Reading {
             at: Instant::now(),
             actions: sent
@@ -111,7 +121,10 @@ impl Reading {
             parcels: load(&sent.parcels) + load(&received.parcels),
             background_ns: load(&sent.time_ns) + load(&received.time_ns),
             bursts: l.aggregator.bursts(),
-            awaited: l.aggregator.awaited_calls(None),
+            left: stats.awaited_left,
+            issued_ns: stats.awaited_issued_ns,
+            answered: *l.traffic.responses_at.lock(),
+            at_ns: l.aggregator.now_ns(),
             calls_to: (0..sent.per_action.len())
                 .map(|slot| match l.aggregator.adaptive(slot) {
                     Some(_) => (0..l.count)
@@ -124,75 +137,70 @@ impl Reading {
     }
 }
 
-/// Looks at the calls in flight this many times an epoch.
-const IN_FLIGHT_SAMPLES: u32 = 20;
-
-/// Fewer awaited calls than this in an epoch say too little of their
-/// latency. A guess, tune me.
+/// Fewer awaited calls than this leaving in an epoch say too little of
+/// their latency. A guess, tune me.
 const MIN_AWAITED_FOR_LATENCY: u64 = 32;
 
-/// Awaited calls of `l` whose responses have not come back (all actions).
-fn calls_in_flight(l: &Locality) -> u64 {
-    // Responses first: a call counted after its response would count as
-    // in flight for ever.
-    let responses = l.traffic.responses.load(Ordering::Relaxed);
-    l.aggregator.awaited_calls(None).saturating_sub(responses)
-}
-
-/// The calls in flight over one epoch, sampled [`IN_FLIGHT_SAMPLES`]
-/// times.
+/// The calls in flight over one epoch, from their departures and their
+/// responses' arrivals (no sampling: the tuning thread wakes once an
+/// epoch).
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct InFlight {
-    /// The plain mean of the samples: what the clock sees.
-    mean: f64,
-    /// The mean of the samples weighted by themselves, `Σn² / Σn`: how
-    /// many calls a call in flight had in flight with it (itself
-    /// included), what a call sees (calls awaited 500 at a time and
-    /// answered in a millisecond every 5 ms wait with 499 others, though
-    /// the plain mean says 100). 0 (unknown) when no look saw one: calls
-    /// that all come and go between looks are taken to tolerate delay as
-    /// posts do (the idle flush sends what a caller with nothing else to
-    /// do waits for).
-    weighted: f64,
+    /// The integral of the calls in flight over the epoch, in call·ns.
+    integral: f64,
+    /// Awaited calls that left in the epoch.
+    left: u64,
+    /// The epoch's length in ns.
+    span_ns: u64,
 }
 
-/// Sleeps one epoch while sampling the calls in flight; `None` when the
-/// locality is gone.
-fn sample_epoch(weak: &Weak<Locality>) -> Option<InFlight> {
-    let (mut sum, mut squares) = (0.0, 0.0);
-    for _ in 0..IN_FLIGHT_SAMPLES {
-        std::thread::sleep(EPOCH / IN_FLIGHT_SAMPLES);
-        let n = calls_in_flight(&*weak.upgrade()?) as f64;
-        sum += n;
-        squares += n * n;
+impl InFlight {
+    /// The calls in flight from `last` to `now`. With `L(t)` the calls
+    /// in flight (left, less answered), `A` the sum of the moments they
+    /// were issued and `B` that of the moments their responses arrived,
+    /// `∫₀ᵗ L = L(t)·t − A(t) + B(t)`: each reading gives that value,
+    /// their difference the epoch's integral. The sums wrap; the
+    /// difference does not (it fits in 63 bits).
+    fn between(now: &Reading, last: &Reading) -> InFlight {
+        let so_far = |r: &Reading| integral_so_far(r.left, r.issued_ns, r.answered, r.at_ns);
+        let integral = so_far(now).wrapping_sub(so_far(last)) as i64;
+        InFlight {
+            integral: integral.max(0) as f64,
+            left: now.left.saturating_sub(last.left),
+            span_ns: now.at_ns.saturating_sub(last.at_ns),
+        }
     }
-    Some(InFlight {
-        mean: sum / f64::from(IN_FLIGHT_SAMPLES),
-        weighted: if sum > 0.0 { squares / sum } else { 0.0 },
-    })
+
+    /// The calls in flight on average.
+    fn mean(&self) -> f64 {
+        self.integral / self.span_ns.max(1) as f64
+    }
+
+    /// The mean time from an awaited call leaving to its response, in ns
+    /// (Little's law: the calls in flight on average over the calls a
+    /// second); `None` when fewer than [`MIN_AWAITED_FOR_LATENCY`] left. A
+    /// call that is never answered (its locality was lost) stays in
+    /// flight, and adds its epochs to every later mean.
+    fn latency_ns(&self) -> Option<f64> {
+        (self.left >= MIN_AWAITED_FOR_LATENCY).then(|| self.integral / self.left as f64)
+    }
 }
 
-/// The mean time from an awaited call leaving to its response, in ns, over
-/// the `seconds` from `last` to `now`, by Little's law: the calls in
-/// flight on average over the calls a second. `None` when fewer than
-/// [`MIN_AWAITED_FOR_LATENCY`] calls left. A call whose response goes to
-/// another locality (a continuation) counts as in flight for ever: a
-/// constant added to every epoch's mean.
-fn call_latency_ns(
-    now: &Reading,
-    last: &Reading,
-    seconds: f64,
-    in_flight: &InFlight,
-) -> Option<f64> {
-    let calls = now.awaited.saturating_sub(last.awaited);
-    (calls >= MIN_AWAITED_FOR_LATENCY).then(|| in_flight.mean * seconds / calls as f64 * 1e9)
+/// `∫₀ᵗ L = L(t)·t − A(t) + B(t)` at `t = at_ns`, modulo 2⁶⁴, from the
+/// calls that `left` by then, the sum of their issue moments `issued_ns`
+/// (`A`) and their responses `answered` (their count and `B`).
+fn integral_so_far(left: u64, issued_ns: u64, answered: Arrivals, at_ns: u64) -> u64 {
+    left.wrapping_sub(answered.count)
+        .wrapping_mul(at_ns)
+        .wrapping_sub(issued_ns)
+        .wrapping_add(answered.sum_ns)
 }
 
 /// How many calls a call awaited in the epoch from `last` to `now` was
 /// awaited with: the workers' bursts (`Σn² / Σn`, see
 /// `aggregate::Bursts`) when a worker ran out of tasks after issuing
 /// one; else (callers off the workers, or workers that never ran out of
-/// tasks) `in_flight`, the calls in flight sampled over the epoch.
+/// tasks) `in_flight`, the calls in flight on average over the epoch.
 fn awaited_together(now: &Reading, last: &Reading, in_flight: f64) -> f64 {
     let sum = now.bursts.0.wrapping_sub(last.bursts.0);
     let squares = now.bursts.1.wrapping_sub(last.bursts.1);
@@ -211,17 +219,16 @@ fn run(weak: &Weak<Locality>) {
         None => return,
     };
     loop {
-        let Some(in_flight) = sample_epoch(weak) else {
-            return;
-        };
+        std::thread::sleep(EPOCH);
         let Some(l) = weak.upgrade() else { return };
         if l.is_stopping() {
             return;
         }
         let now = Reading::take(&l);
-        let together = awaited_together(&now, &last, in_flight.weighted);
+        let in_flight = InFlight::between(&now, &last);
+        let together = awaited_together(&now, &last, in_flight.mean());
         let seconds = now.at.duration_since(last.at).as_secs_f64().max(1e-6);
-        let latency_ns = call_latency_ns(&now, &last, seconds, &in_flight);
+        let latency_ns = in_flight.latency_ns();
         if let Some(ns) = latency_ns {
             l.tuning.record_latency(ns);
         }
@@ -314,5 +321,43 @@ fn run(weak: &Weak<Locality>) {
             }
         }
         last = now;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two calls issued at 100 and 200 ns, answered at 300 and 500: 200
+    /// and 300 ns in flight. `base` shifts every moment (the sums wrap
+    /// past 2⁶⁴ when it is near it).
+    fn integral_of_two_calls(base: u64, at: u64) -> u64 {
+        let t = |x: u64| base.wrapping_add(x);
+        let mut answered = Arrivals::default();
+        let (left, issued) = match at {
+            0..100 => (0, 0),
+            100..200 => (1, t(100)),
+            _ => (2, t(100).wrapping_add(t(200))),
+        };
+        if at >= 300 {
+            answered.add(1, t(300));
+        }
+        if at >= 500 {
+            answered.add(1, t(500));
+        }
+        integral_so_far(left, issued, answered, t(at))
+    }
+
+    #[test]
+    fn the_integral_of_the_calls_in_flight_is_exact_and_survives_wrapping() {
+        for base in [0, 1 << 40, u64::MAX - 250] {
+            let between = |from: u64, to: u64| {
+                integral_of_two_calls(base, to).wrapping_sub(integral_of_two_calls(base, from))
+            };
+            assert_eq!(between(0, 1000), 200 + 300, "base {base}");
+            // From 150 to 400: the first call 150 of it, the second 200.
+            assert_eq!(between(150, 400), 150 + 200, "base {base}");
+            assert_eq!(between(600, 1000), 0, "base {base}");
+        }
     }
 }
