@@ -491,7 +491,19 @@ impl Tuner {
             0.0
         };
         let n = best_parcels_per_message(traffic, machine, kappa).max(together);
-        let model = if n < 1.5 {
+        // Awaited calls for which a message each is affordable are sent
+        // so below two parcels a message, not only below 1.5: the model
+        // prices a count of 2 at half a message a parcel, but a buffered
+        // message costs more than a message (the first parcel arms the
+        // timer, the second waits for it or for its partner): calls at a
+        // steady 50,000 a second took 330–515 µs under it, ~100 µs
+        // without (BENCHMARKS.md, issue #15).
+        let off_below = if traffic.awaited >= 0.5 && affordable_off(traffic, machine) {
+            2.0
+        } else {
+            1.5
+        };
+        let model = if n < off_below {
             Coalescing::Off
         } else {
             Coalescing::Count(count_policy(n, traffic, &self.bounds))
@@ -563,9 +575,7 @@ impl Tuner {
         let Some(phase) = self.phase else {
             return false;
         };
-        phase.awaited >= 0.5
-            && policy.num_parcels <= SMALL_COUNT
-            && phase.parcels_per_s * machine.alpha_ns * 1e-9 <= AFFORDABLE_OFF
+        phase.awaited >= 0.5 && policy.num_parcels <= SMALL_COUNT && affordable_off(&phase, machine)
     }
 
     /// The parcels the setting in force sends a buffer of `traffic`, if
@@ -589,6 +599,12 @@ impl Tuner {
         self.samples = Samples::after_change();
         Some(Decision { setting, reason })
     }
+}
+
+/// Whether sending every parcel of `traffic` in a message of its own
+/// would take at most [`AFFORDABLE_OFF`] of a core (`Q·α`).
+fn affordable_off(traffic: &Traffic, machine: &Machine) -> bool {
+    traffic.parcels_per_s * machine.alpha_ns * 1e-9 <= AFFORDABLE_OFF
 }
 
 /// Whether two settings differ enough to be worth a decision: another
@@ -1039,6 +1055,28 @@ mod tests {
         );
         assert_eq!(decisions[2].setting, decisions[0].setting);
         assert!(run_timed(&mut tuner, traffic, 200, latency(400.0, 100.0)).is_empty());
+    }
+
+    #[test]
+    fn awaited_calls_the_model_would_pair_are_sent_alone_when_affordable() {
+        // 50,000 calls a second awaited 5 together: κ = 0.2, √(2Qα/κ) =
+        // 1.87 parcels a message, a message a call 0.35 of a core.
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        let decisions = run_timed(&mut tuner, awaited(5e4, 5.0), 30, latency(80.0, 300.0));
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        assert_eq!(tuner.in_force(), Coalescing::Off);
+        // Posts declared as intolerant as that are paired: nobody waits
+        // for them, a message each only costs.
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into())
+            .declared_kappa(Some(0.2));
+        run(&mut tuner, posts(5e4, 16.0), 0.0, 0.0, 30);
+        assert_eq!(count(tuner.in_force()).map(|p| p.num_parcels), Some(2));
+        // Awaited calls at 200,000 a second (1.4 cores a message each),
+        // whose count the model puts at 2 (κ = 0.8): paired.
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into())
+            .declared_kappa(Some(0.8));
+        run(&mut tuner, awaited(2e5, 1.0), 0.0, 0.0, 30);
+        assert_eq!(count(tuner.in_force()).map(|p| p.num_parcels), Some(2));
     }
 
     #[test]
