@@ -199,15 +199,11 @@ impl Aggregator {
 
     /// Calls whose result someone waits for that this locality sent
     /// through its buffers, ever (calls to itself included), of the action
-    /// in registry slot `slot` or of all.
-    pub(crate) fn awaited_calls(&self, slot: Option<usize>) -> u64 {
-        let load = |c: &crate::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    /// in registry slot `slot`.
+    pub(crate) fn awaited_calls(&self, slot: usize) -> u64 {
         self.sets
             .iter()
-            .map(|s| match slot {
-                Some(slot) => s.awaited.get(slot).map_or(0, load),
-                None => s.awaited_total(),
-            })
+            .map(|s| s.awaited.get(slot).map_or(0, |c| c.load(Ordering::Relaxed)))
             .sum()
     }
 
@@ -242,9 +238,10 @@ impl Aggregator {
         let (set_index, on_worker) = self.my_set();
         if awaited && let Some(count) = self.sets[set_index].awaited.get(slot) {
             // A call of this locality's whose result someone waits for:
-            // counted before it can be answered (adaptive coalescing's
-            // calls awaited together, and in flight). An encoding error after this leaves one
-            // too many: it only makes the tuner think more calls overlap.
+            // adaptive coalescing's share of awaited calls, and the calls
+            // a worker awaits together (`Bursts`). An encoding error after
+            // this leaves one too many: it only makes the tuner think more
+            // calls overlap.
             count.fetch_add(1, Ordering::Relaxed);
         }
         let lane = lane(slot, kind);

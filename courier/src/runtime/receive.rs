@@ -82,7 +82,6 @@ impl Sink for Locality {
                     let count = u64::from(run.count);
                     let at = self.aggregator.ns_at(start);
                     self.traffic.responses_at.lock().add(count, at);
-                    self.traffic.responses.fetch_add(count, Ordering::Relaxed);
                     let mut responses = ParcelReader::new(&frame[run.body], run.count, source);
                     let mut completer = self.pending.completer(Some(source));
                     while let Some(response) = responses.next_response().map_err(malformed)? {

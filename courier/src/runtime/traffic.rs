@@ -136,10 +136,7 @@ pub(crate) struct Traffic {
     /// How long the program's sends waited for credit (flow control).
     pub(crate) credit_waits: CreditWaits,
     /// Responses (results and failures) received for this locality's
-    /// calls, its calls to itself included: with the awaited calls its
-    /// buffers took (`Aggregator::awaited_calls`), the calls in flight.
-    pub(crate) responses: AtomicU64,
-    /// The responses counted as `responses` is, and the sum of the moments
+    /// calls, its calls to itself included, and the sum of the moments
     /// they arrived, in ns on the aggregator's clock (wrapping): with the
     /// awaited calls' departures (`LaneStats::awaited_issued_ns`), the
     /// integral of the calls in flight (`runtime/tuning.rs`). One lock for
@@ -188,7 +185,6 @@ impl Traffic {
             received: direction(),
             calls_to: CallsTo::new(localities),
             credit_waits: CreditWaits::default(),
-            responses: AtomicU64::new(0),
             responses_at: parking_lot::Mutex::new(Arrivals::default()),
         }
     }

@@ -112,7 +112,7 @@ impl Reading {
                 .iter()
                 .enumerate()
                 .map(|(slot, a)| {
-                    let awaited = l.aggregator.awaited_calls(Some(slot));
+                    let awaited = l.aggregator.awaited_calls(slot);
                     (load(&a.parcels), load(&a.payload_bytes), awaited)
                 })
                 .collect(),
