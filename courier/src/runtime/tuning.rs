@@ -25,8 +25,9 @@
 //! second, Little's law), both from the integral of the calls in flight
 //! over the epoch, exact from the moments the calls left and their
 //! responses arrived ([`InFlight`]: the clock reads a frame already
-//! makes, none per call, and no sampling), and the cost of a parcel, background time (sending and receiving) per parcel
-//! sent and received. From the share and the calls awaited together the model
+//! makes, a call sent alone being a frame, and no sampling), and the cost
+//! of a parcel, background time (sending and receiving) per parcel sent
+//! and received. From the share and the calls awaited together the model
 //! infers κ (`Traffic::kappa`): a caller awaiting each result alone
 //! tolerates no delay; a stream of posts, or a million calls awaited
 //! together, much. (A caller with nothing else to do also has its
