@@ -391,6 +391,21 @@ impl Tuner {
                 mean_cost += (cost - mean_cost) * weight;
                 self.candidate = Some((mean, mean_cost, count));
                 let confirm = match phase {
+                    // Awaited calls the model would send off, one message
+                    // each at an affordable rate, wait for no slowdown's
+                    // ten epochs: under the last phase's count they wait
+                    // for company (steady calls after bursts ran their
+                    // first 100 ms under the bursts' 2,000 parcels and
+                    // 10 ms), and a mistaken phase costs at most half a
+                    // core for a few epochs.
+                    Some(phase)
+                        if now.parcels_per_s < phase.parcels_per_s
+                            && self.in_force != Coalescing::Off
+                            && self.model(&mean, machine).1 == Coalescing::Off
+                            && mean.awaited >= 0.5 =>
+                    {
+                        CONFIRM_EPOCHS
+                    }
                     Some(phase) if now.parcels_per_s < phase.parcels_per_s => CONFIRM_SLOWER_EPOCHS,
                     // Traffic many times faster while coalescing is off
                     // pays a message a parcel until the phase is confirmed
@@ -481,33 +496,7 @@ impl Tuner {
         self.in_phase = 0;
         let kappa = self.kappa(traffic);
         let tolerant = kappa < LATENCY_BOUND_KAPPA;
-        // Many calls awaited together, in traffic that tolerates delay,
-        // were issued together: a message that holds them all sends them
-        // at once (a burst, a batch), so the count is at least the calls
-        // awaited with each.
-        let together = if tolerant && traffic.awaited >= 0.5 {
-            traffic.together
-        } else {
-            0.0
-        };
-        let n = best_parcels_per_message(traffic, machine, kappa).max(together);
-        // Awaited calls for which a message each is affordable are sent
-        // so below two parcels a message, not only below 1.5: the model
-        // prices a count of 2 at half a message a parcel, but a buffered
-        // message costs more than a message (the first parcel arms the
-        // timer, the second waits for it or for its partner): calls at a
-        // steady 50,000 a second took 330–515 µs under it, ~100 µs
-        // without (BENCHMARKS.md, issue #15).
-        let off_below = if traffic.awaited >= 0.5 && affordable_off(traffic, machine) {
-            2.0
-        } else {
-            1.5
-        };
-        let model = if n < off_below {
-            Coalescing::Off
-        } else {
-            Coalescing::Count(count_policy(n, traffic, &self.bounds))
-        };
+        let (n, model) = self.model(traffic, machine);
         self.step = Step::Measure { model };
         if tolerant && let Some(held) = self.holds_between(traffic, n, n * LARGER) {
             // Already where the model's search begins, on the cheap side
@@ -531,6 +520,39 @@ impl Tuner {
                 alpha_ns: machine.alpha_ns,
             },
         )
+    }
+
+    /// The model's parcels a message for `traffic`, and its setting.
+    fn model(&self, traffic: &Traffic, machine: &Machine) -> (f64, Coalescing) {
+        let kappa = self.kappa(traffic);
+        // Many calls awaited together, in traffic that tolerates delay,
+        // were issued together: a message that holds them all sends them
+        // at once (a burst, a batch), so the count is at least the calls
+        // awaited with each.
+        let together = if kappa < LATENCY_BOUND_KAPPA && traffic.awaited >= 0.5 {
+            traffic.together
+        } else {
+            0.0
+        };
+        let n = best_parcels_per_message(traffic, machine, kappa).max(together);
+        // Awaited calls for which a message each is affordable are sent
+        // so below two parcels a message, not only below 1.5: the model
+        // prices a count of 2 at half a message a parcel, but a buffered
+        // message costs more than a message (the first parcel arms the
+        // timer, the second waits for it or for its partner): calls at a
+        // steady 50,000 a second took 330–515 µs under it, ~100 µs
+        // without (BENCHMARKS.md, issue #15).
+        let off_below = if traffic.awaited >= 0.5 && affordable_off(traffic, machine) {
+            2.0
+        } else {
+            1.5
+        };
+        let model = if n < off_below {
+            Coalescing::Off
+        } else {
+            Coalescing::Count(count_policy(n, traffic, &self.bounds))
+        };
+        (n, model)
     }
 
     /// Tries [`LARGER`] times `parcels` a message instead of `from`, which
@@ -853,6 +875,31 @@ mod tests {
                 .any(|d| matches!(d.reason, Reason::NewPhase { .. })),
             "{steady:?}"
         );
+    }
+
+    #[test]
+    fn calls_that_slow_down_into_ones_sent_alone_are_a_new_phase_after_three_epochs() {
+        // Bursts of 500 at 92,000 calls a second, then a steady 50,000
+        // awaited 5 together (κ = 0.2): the model sends those off.
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        run(&mut tuner, awaited(9.2e4, 500.0), 0.0, 0.0, 20);
+        assert_ne!(tuner.in_force(), Coalescing::Off);
+        let steady = epoch(awaited(5e4, 5.0), tuner.in_force(), 0.0, 0.0, 0);
+        for _ in 1..CONFIRM_EPOCHS {
+            assert_eq!(tuner.observe(&steady, &MACHINE), None);
+        }
+        let d = tuner.observe(&steady, &MACHINE).expect("a new phase");
+        assert!(matches!(d.reason, Reason::NewPhase { .. }), "{d:?}");
+        assert_eq!(d.setting, Coalescing::Off);
+        // A batch's tail (a tenth of its rate, still awaited many
+        // together) waits for the ten epochs of a slowdown.
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        run(&mut tuner, awaited(6e6, 1000.0), 0.0, 0.0, 20);
+        let tail = epoch(awaited(6e5, 1000.0), tuner.in_force(), 0.0, 0.0, 0);
+        for _ in 1..CONFIRM_SLOWER_EPOCHS {
+            assert_eq!(tuner.observe(&tail, &MACHINE), None);
+        }
+        assert!(tuner.observe(&tail, &MACHINE).is_some());
     }
 
     #[test]
