@@ -221,9 +221,14 @@ pub(crate) enum Reason {
         kappa: f64,
         alpha_ns: f64,
     },
-    /// Trying four times the parcels a message; the model's setting cost
-    /// this much a parcel.
-    TryLarger { cost_ns_per_parcel: f64 },
+    /// Trying four times the parcels a message: the setting in force
+    /// sent `parcels` a message (the model's count, or what a setting
+    /// whose timer cut its buffers short held: four times that may be a
+    /// smaller count, with a longer timer) and cost this much a parcel.
+    TryLarger {
+        parcels: f64,
+        cost_ns_per_parcel: f64,
+    },
     /// The larger setting cost this much a parcel against the model's:
     /// back to the model's.
     Revert { larger_ns: f64, model_ns: f64 },
@@ -248,9 +253,13 @@ impl fmt::Display for Reason {
                 "new phase: Q = {parcels_per_s:.0}/s, S = {bytes_per_parcel:.0} B, \
                  κ = {kappa:.1e}, α = {alpha_ns:.0} ns: √(2Qα/κ)"
             ),
-            Reason::TryLarger { cost_ns_per_parcel } => write!(
+            Reason::TryLarger {
+                parcels,
+                cost_ns_per_parcel,
+            } => write!(
                 f,
-                "trying 4× the parcels a message (now {cost_ns_per_parcel:.1} ns a parcel)"
+                "trying 4× the parcels a message (now {parcels:.0} a message, \
+                 {cost_ns_per_parcel:.1} ns a parcel)"
             ),
             Reason::Revert {
                 larger_ns,
@@ -577,6 +586,7 @@ impl Tuner {
         self.decide(
             larger,
             Reason::TryLarger {
+                parcels,
                 cost_ns_per_parcel: cost_ns,
             },
         )
@@ -760,7 +770,7 @@ mod tests {
         });
         assert_eq!(decisions.len(), 2, "{decisions:?}");
         assert!(
-            matches!(decisions[1].reason, Reason::TryLarger { cost_ns_per_parcel } if cost_ns_per_parcel == 30.0)
+            matches!(decisions[1].reason, Reason::TryLarger { cost_ns_per_parcel, .. } if cost_ns_per_parcel == 30.0)
         );
     }
 
@@ -964,7 +974,10 @@ mod tests {
         let mut tuner = Tuner::new(within, AdaptivePolicy::DEFAULT.into());
         let decisions = run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 50);
         assert_eq!(decisions.len(), 1, "{decisions:?}");
-        assert!(matches!(decisions[0].reason, Reason::TryLarger { .. }));
+        assert!(
+            matches!(decisions[0].reason, Reason::TryLarger { parcels, .. } if parcels == 2_000.0),
+            "{decisions:?}"
+        );
         assert_eq!(
             count(decisions[0].setting).map(|p| p.num_parcels),
             Some(8_000)
