@@ -70,6 +70,12 @@ impl Traffic {
         }
     }
 
+    /// Whether most of the parcels are calls whose caller awaits the
+    /// result: the traffic whose callers' waits the tuner weighs.
+    pub(crate) fn mostly_awaited(&self) -> bool {
+        self.awaited >= 0.5
+    }
+
     /// κ, the cost of one second of delay of one parcel in seconds: 1 per
     /// awaited call shared among the calls awaited together, [`KAPPA_POSTS`] for
     /// the rest (and for awaited calls whose overlap is unknown).

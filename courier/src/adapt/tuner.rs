@@ -411,7 +411,7 @@ impl Tuner {
                         if now.parcels_per_s < phase.parcels_per_s
                             && self.in_force != Coalescing::Off
                             && self.model(&mean, machine).1 == Coalescing::Off
-                            && mean.awaited >= 0.5 =>
+                            && mean.mostly_awaited() =>
                     {
                         CONFIRM_EPOCHS
                     }
@@ -538,7 +538,7 @@ impl Tuner {
         // were issued together: a message that holds them all sends them
         // at once (a burst, a batch), so the count is at least the calls
         // awaited with each.
-        let together = if kappa < LATENCY_BOUND_KAPPA && traffic.awaited >= 0.5 {
+        let together = if kappa < LATENCY_BOUND_KAPPA && traffic.mostly_awaited() {
             traffic.together
         } else {
             0.0
@@ -551,7 +551,7 @@ impl Tuner {
         // timer, the second waits for it or for its partner): calls at a
         // steady 50,000 a second took 330–515 µs under it, ~100 µs
         // without (BENCHMARKS.md, issue #15).
-        let off_below = if traffic.awaited >= 0.5 && affordable_off(traffic, machine) {
+        let off_below = if traffic.mostly_awaited() && affordable_off(traffic, machine) {
             2.0
         } else {
             1.5
@@ -607,7 +607,9 @@ impl Tuner {
         let Some(phase) = self.phase else {
             return false;
         };
-        phase.awaited >= 0.5 && policy.num_parcels <= SMALL_COUNT && affordable_off(&phase, machine)
+        phase.mostly_awaited()
+            && policy.num_parcels <= SMALL_COUNT
+            && affordable_off(&phase, machine)
     }
 
     /// The parcels the setting in force sends a buffer of `traffic`, if

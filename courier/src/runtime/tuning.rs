@@ -37,7 +37,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::locality::{Locality, report};
 use super::traffic::Arrivals;
@@ -75,7 +75,6 @@ pub(crate) fn start_if_adaptive(locality: &Arc<Locality>) -> std::io::Result<()>
 
 /// What the counters said at one moment.
 struct Reading {
-    at: Instant,
     /// Per action: (call parcels sent, their bytes of arguments, the
     /// awaited calls of it the buffers took, to any destination).
     actions: Vec<(u64, u64, u64)>,
@@ -92,7 +91,8 @@ struct Reading {
     issued_ns: u64,
     /// Their responses that arrived, and the sum of their moments.
     answered: Arrivals,
-    /// When the reading was taken, on the aggregator's clock.
+    /// When the reading was taken, on the aggregator's clock: the
+    /// moment of the integral, and the epochs' lengths.
     at_ns: u64,
     /// Per action, call parcels sent to each destination (adaptive
     /// actions only; empty for the others).
@@ -107,7 +107,6 @@ impl Reading {
         // Departures before arrivals: a response is counted after its call.
         let stats = l.aggregator.stats(None);
         Reading {
-            at: Instant::now(),
             actions: sent
                 .per_action
                 .iter()
@@ -228,7 +227,7 @@ fn run(weak: &Weak<Locality>) {
         let now = Reading::take(&l);
         let in_flight = InFlight::between(&now, &last);
         let together = awaited_together(&now, &last, in_flight.mean());
-        let seconds = now.at.duration_since(last.at).as_secs_f64().max(1e-6);
+        let seconds = (in_flight.span_ns as f64 * 1e-9).max(1e-6);
         let latency_ns = in_flight.latency_ns();
         if let Some(ns) = latency_ns {
             l.tuning.record_latency(ns);
