@@ -2,7 +2,7 @@
 //! which the owner pushes to and pops from in order (oldest first) and
 //! the other workers steal half of at once.
 
-use async_task::Runnable;
+use super::task::Runnable;
 use crossbeam_deque::Steal;
 use st3::StealError;
 

@@ -3,10 +3,10 @@
 //! expected to be too short to be worth a task; otherwise it queues the
 //! task, as it always did.
 //!
-//! What it costs to queue: a task is an allocation and a few atomic state
-//! changes (`async_task`), a push on the worker's deque and a pop, and the
-//! worker loop's bookkeeping around the poll: about 50 ns for an empty
-//! task (the `spawn` bench). A child that does less work than `λ_min`
+//! What it costs to queue: a task is a block from the thread's pool and
+//! four atomic read-modify-writes (`task.rs`), a push on the worker's deque
+//! and a pop, and the worker loop's bookkeeping around the poll: about
+//! 45 ns for an empty task (the `spawn` bench). A child that does less work than `λ_min`
 //! times that (`task_threshold_ns`, the threshold from which `par::join`
 //! forks) gains too little from running in parallel to pay for it
 //! (Wagle et al., ICPP 2019).
@@ -196,6 +196,7 @@ where
 /// Runs `future`'s first poll here, as a child of the code at `here`;
 /// queues the rest if it waits. `learn`: the site to record the outcome
 /// in, and whether to time it.
+#[inline]
 fn run_inline<F>(
     sched: &Arc<Scheduler>,
     here: Nesting,
@@ -224,13 +225,35 @@ where
     }
     match polled {
         Ok(done) => done,
-        Err(rest) => {
-            if let Some((site, _)) = learn {
-                site.record(here.depth, WAITS_NS);
-            }
-            sched.spawn(in_tree(child.depth, None, rest))
-        }
+        Err(rest) => queue_rest(
+            sched,
+            child.depth,
+            learn.map(|(site, _)| (site, here.depth)),
+            rest,
+        ),
     }
+}
+
+/// Queues as a task at `depth` a child run inline whose first poll
+/// waited, and records the wait at `site` (its parent's depth). Out of
+/// line: the rare path, which would make `run_inline` too large to be
+/// inlined where it runs.
+#[cold]
+#[inline(never)]
+fn queue_rest<F>(
+    sched: &Arc<Scheduler>,
+    depth: u32,
+    site: Option<(&'static Site, u32)>,
+    rest: F,
+) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    if let Some((site, at)) = site {
+        site.record(at, WAITS_NS);
+    }
+    sched.spawn(in_tree(depth, None, rest))
 }
 
 pin_project_lite::pin_project! {

@@ -4,14 +4,14 @@ use std::any::Any;
 use std::future::Future;
 use std::panic;
 use std::pin::Pin;
-use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
+
+use super::task::Task;
 
 /// An owned permission to await a spawned task's output.
 ///
-/// Unlike [`async_task::Task`], dropping a `JoinHandle` does *not* cancel the
-/// task: it keeps running detached, as a task spawned with
-/// `std::thread::spawn` would.
+/// Dropping a `JoinHandle` does *not* cancel the task: it keeps running
+/// detached, as a thread spawned with `std::thread::spawn` would.
 ///
 /// # Panics
 ///
@@ -40,27 +40,40 @@ pub struct JoinHandle<T> {
 #[derive(Debug)]
 enum State<T> {
     /// A task: its output when it ends.
-    Task(async_task::Task<T>),
+    Task(Task<T>),
     /// The output of a task that completed on its first poll, run inline
     /// by `spawn`.
-    Done(Mutex<T>),
+    Done(Exclusive<T>),
     /// The panic of a task that panicked on its first poll, run inline by
     /// `spawn` (boxed once more: the handle stays two words).
-    Panicked(Box<Mutex<Box<dyn Any + Send>>>),
+    Panicked(Box<Exclusive<Box<dyn Any + Send>>>),
     /// The output was taken.
     Taken,
 }
 
-// The mutexes of `State` are never locked, only taken apart (with
-// `&mut`): they are what keeps the handle `Sync` for any `Send` output,
-// as a task's handle is.
+/// A value reached only by taking it apart (with `&mut` or by value),
+/// never through `&`: what keeps the handle `Sync` for any `Send` output,
+/// as a task's handle is, without a lock (std's unstable `Exclusive`).
+struct Exclusive<T>(T);
+
+// SAFETY: no method gives access to the `T` from an `&Exclusive<T>` (it
+// has none; `State` only moves it out by value), so sharing one between
+// threads shares nothing of the `T`.
+#[allow(unsafe_code)]
+unsafe impl<T: Send> Sync for Exclusive<T> {}
+
+impl<T> std::fmt::Debug for Exclusive<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Exclusive(..)")
+    }
+}
 
 // Nothing of the handle is ever pinned: the output is moved out, never
 // polled in place.
 impl<T> Unpin for JoinHandle<T> {}
 
 impl<T> JoinHandle<T> {
-    pub(crate) fn new(task: async_task::Task<T>) -> Self {
+    pub(crate) fn new(task: Task<T>) -> Self {
         JoinHandle {
             state: State::Task(task),
         }
@@ -70,8 +83,8 @@ impl<T> JoinHandle<T> {
     /// its panic's payload).
     pub(crate) fn done(result: std::thread::Result<T>) -> Self {
         let state = match result {
-            Ok(out) => State::Done(Mutex::new(out)),
-            Err(payload) => State::Panicked(Box::new(Mutex::new(payload))),
+            Ok(out) => State::Done(Exclusive(out)),
+            Err(payload) => State::Panicked(Box::new(Exclusive(payload))),
         };
         JoinHandle { state }
     }
@@ -90,10 +103,8 @@ impl<T> JoinHandle<T> {
     /// its panic); panics if it was taken.
     fn take_done(&mut self) -> T {
         match std::mem::replace(&mut self.state, State::Taken) {
-            State::Done(out) => out.into_inner().unwrap_or_else(PoisonError::into_inner),
-            State::Panicked(payload) => {
-                panic::resume_unwind(payload.into_inner().unwrap_or_else(PoisonError::into_inner))
-            }
+            State::Done(out) => out.0,
+            State::Panicked(payload) => panic::resume_unwind(payload.0),
             _ => panic!("JoinHandle polled after it returned its output"),
         }
     }
@@ -105,24 +116,12 @@ impl<T> Future for JoinHandle<T> {
     #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         if let State::Task(task) = &mut self.state {
-            let out = ready!(Pin::new(task).poll(cx));
+            ready!(task.poll_finished(cx));
             if let State::Task(task) = std::mem::replace(&mut self.state, State::Taken) {
-                drop(task);
+                return Poll::Ready(task.into_output());
             }
-            return Poll::Ready(out);
         }
         Poll::Ready(self.take_done())
-    }
-}
-
-impl<T> Drop for JoinHandle<T> {
-    #[inline]
-    fn drop(&mut self) {
-        if let State::Task(_) = self.state {
-            if let State::Task(task) = std::mem::replace(&mut self.state, State::Taken) {
-                task.detach();
-            }
-        }
     }
 }
 

@@ -3,9 +3,9 @@
 //! Each locality runs `workers` threads. A worker owns a bounded FIFO deque
 //! (`deque.rs`, an `st3` queue of 4,096 tasks); tasks spawned from outside any
 //! worker, and those beyond a full deque, go to a shared
-//! [`crossbeam_deque::Injector`]. Thieves take half a deque at once. Tasks are
-//! [`async_task`] cells, so every task is a future and every spawn returns a
-//! [`JoinHandle`].
+//! [`crossbeam_deque::Injector`]. Thieves take half a deque at once. A task is
+//! a block from the thread's pool holding its future, then its output
+//! (`task.rs`); every spawn returns a [`JoinHandle`].
 //!
 //! A worker looks for work in this order: its own deque, the injector, the
 //! other workers' deques. Between tasks it runs *background work* (network
@@ -41,6 +41,7 @@ mod sites;
 mod sleep;
 mod spawn;
 mod stats;
+mod task;
 mod worker;
 mod yield_now;
 

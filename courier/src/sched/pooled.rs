@@ -1,5 +1,5 @@
-//! [`Pooled`]: a box for the future of a child run inline, from a pool of
-//! blocks kept by each thread.
+//! [`Pooled`]: a box from a pool of blocks kept by each thread, and the
+//! blocks themselves ([`alloc`], [`free`]) for tasks (`task.rs`).
 //!
 //! `rt.spawn` boxes a child it runs inline before its first poll, in case
 //! it waits (`inline.rs`): a future that was polled may not move. Most
@@ -8,21 +8,23 @@
 //! allocator that pair cost ~140 of the ~390 instructions of an inlined
 //! spawn (`bench/callgrind-spawn.sh adaptive`): its per-thread cache
 //! holds 7 blocks of a size, and a fan-out of children queued meanwhile
-//! overflows it. Here each thread keeps, per size class (32 to 512
-//! bytes), a list of up to [`KEEP`] free blocks threaded through the
-//! blocks themselves; taking and giving back one is a few loads and
-//! stores of a thread-local.
+//! overflows it. A queued task's cell paid the same (~210 of ~720
+//! instructions when it was an `async_task` allocation). Here each thread
+//! keeps, per size class (32 to 512 bytes), a list of free blocks threaded
+//! through the blocks themselves, up to [`KEEP_BYTES`] a class; taking and
+//! giving back one is a few loads and stores of a thread-local.
 //!
 //! A block is allocated from the global allocator with its class's
 //! layout, so any thread may give it back: the thread that drops the box
-//! (a child that waited is dropped by the worker that finishes its task)
-//! keeps it if its list has room, else frees it. Futures larger than the
-//! largest class, or aligned beyond 16 bytes, take the global allocator
-//! directly; zero-sized ones take nothing. A thread's lists are freed when
-//! it exits.
+//! or the task (a child that waited is dropped by the worker that finishes
+//! its task; a stolen task by its thief) keeps it if its list has room,
+//! else frees it. Values larger than the largest class, or aligned beyond
+//! 16 bytes, take the global allocator directly; zero-sized ones take
+//! nothing. A thread's lists are freed when it exits. Under loom every
+//! block comes from the global allocator.
 //!
-//! One of the two modules of the scheduler with `unsafe` code (with
-//! `fork.rs`): a raw pointer to a block holds the future; the safety
+//! One of the modules of the scheduler with `unsafe` code (with `fork.rs`
+//! and `task.rs`): a raw pointer to a block holds the value; the safety
 //! argument is next to each `unsafe` block, and the tests run under miri
 //! (`cargo +nightly miri test -p courier --lib pooled`).
 
@@ -42,11 +44,31 @@ const CLASSES: [usize; 5] = [32, 64, 128, 256, 512];
 /// alignment, and for the link a free block holds.
 const ALIGN: usize = 16;
 
-/// Free blocks a thread keeps per class, at most: an inlined child's box
-/// lives until its first poll ends, so a thread rarely has more than its
-/// nesting of inline runs alive at once; a few more cover children that
-/// waited and are dropped by this thread later. A guess, tune me.
-pub(crate) const KEEP: u32 = 32;
+/// Bytes of free blocks a thread keeps per class, at most (1,024 blocks of
+/// 128 bytes, the class of an empty task's cell): enough for the cells of a
+/// fan-out of a thousand tasks to be made again from the pool, little
+/// against a worker's stack. A guess, tune me.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) const KEEP_BYTES: usize = 128 * 1024;
+
+/// Free blocks a thread keeps of each class, at most: a table, so that
+/// giving a block back divides nothing.
+const KEEP: [u32; CLASSES.len()] = {
+    let mut keep = [0; CLASSES.len()];
+    let mut class = 0;
+    while class < CLASSES.len() {
+        keep[class] = (KEEP_BYTES / CLASSES[class]) as u32;
+        class += 1;
+    }
+    keep
+};
+
+/// Free blocks a thread keeps of `class`, at most.
+#[cfg_attr(loom, allow(dead_code))]
+#[inline]
+const fn keep(class: usize) -> u32 {
+    KEEP[class]
+}
 
 /// The class of blocks for values of `layout`, if one fits.
 const fn class_of(layout: Layout) -> Option<usize> {
@@ -71,11 +93,13 @@ fn block_layout(class: usize) -> Layout {
 
 /// One thread's free blocks: per class, the first block of a list linked
 /// through each block's first word, and the list's length.
+#[cfg_attr(loom, allow(dead_code))]
 struct Lists {
     heads: [Cell<*mut u8>; CLASSES.len()],
     lengths: [Cell<u32>; CLASSES.len()],
 }
 
+#[cfg_attr(loom, allow(dead_code))]
 impl Lists {
     /// Takes a free block of `class`, if the list has one.
     fn take(&self, class: usize) -> Option<NonNull<u8>> {
@@ -92,7 +116,7 @@ impl Lists {
     /// Keeps `block` of `class` if the list has room; hands it back if
     /// not.
     fn give(&self, class: usize, block: NonNull<u8>) -> Option<NonNull<u8>> {
-        if self.lengths[class].get() >= KEEP {
+        if self.lengths[class].get() >= keep(class) {
             return Some(block);
         }
         // SAFETY: the caller gives up `block`, an allocation of the class's
@@ -129,6 +153,63 @@ thread_local! {
     };
 }
 
+/// The class of the blocks of `T`s: a constant of each type.
+struct ClassOf<T>(PhantomData<T>);
+
+impl<T> ClassOf<T> {
+    /// `None`: the global allocator (or, for a zero-sized `T`, no
+    /// allocation).
+    const CLASS: Option<usize> = class_of(Layout::new::<T>());
+}
+
+/// A block for a `T` (not zero-sized): from the thread's pool if its
+/// class has a free one, else from the global allocator. Give it back
+/// with [`free`].
+#[inline]
+pub(crate) fn alloc<T>() -> NonNull<T> {
+    let layout = Layout::new::<T>();
+    debug_assert!(layout.size() > 0);
+    let class = ClassOf::<T>::CLASS;
+    #[cfg(not(loom))]
+    if let Some(class) = class {
+        if let Some(block) = LISTS.try_with(|l| l.take(class)).ok().flatten() {
+            return block.cast();
+        }
+    }
+    // SAFETY: the layout's size is not zero.
+    let block = unsafe { alloc::alloc(class.map_or(layout, block_layout)) };
+    NonNull::new(block.cast()).unwrap_or_else(|| alloc::handle_alloc_error(layout))
+}
+
+/// Gives back `block`, from [`alloc`] (what it held is gone): the calling
+/// thread keeps it if its list has room, else it is freed.
+///
+/// # Safety
+///
+/// `block` came from `alloc::<T>()`, is not used after this call, and is
+/// given back once.
+#[inline]
+pub(crate) unsafe fn free<T>(block: NonNull<T>) {
+    let block = block.cast::<u8>();
+    let Some(class) = ClassOf::<T>::CLASS else {
+        // SAFETY: allocated with `T`'s layout by `alloc` (the caller's
+        // word).
+        unsafe { alloc::dealloc(block.as_ptr(), Layout::new::<T>()) };
+        return;
+    };
+    // A thread whose lists are gone (it is exiting) frees the block.
+    #[cfg(not(loom))]
+    let refused = LISTS
+        .try_with(|l| l.give(class, block))
+        .unwrap_or(Some(block));
+    #[cfg(loom)]
+    let refused = Some(block);
+    if let Some(block) = refused {
+        // SAFETY: allocated with the class's layout by `alloc`.
+        unsafe { alloc::dealloc(block.as_ptr(), block_layout(class)) };
+    }
+}
+
 /// A box for a `T`, its block from the thread's pool (see the module's
 /// docs). Dereferences to the `T`; dropping it drops the `T` and gives the
 /// block back.
@@ -148,26 +229,14 @@ unsafe impl<T: Sync> Sync for Pooled<T> {}
 impl<T> Unpin for Pooled<T> {}
 
 impl<T> Pooled<T> {
-    /// The class of a `T`'s block; `None`: the global allocator (or, for a
-    /// zero-sized `T`, no allocation).
-    const CLASS: Option<usize> = class_of(Layout::new::<T>());
-
     /// Moves `value` into a block, pinned there: it never moves again.
     pub(crate) fn pin(value: T) -> Pin<Pooled<T>> {
         let layout = Layout::new::<T>();
-        let block = if layout.size() == 0 {
-            NonNull::<T>::dangling().cast::<u8>()
+        let value_ptr = if layout.size() == 0 {
+            NonNull::<T>::dangling()
         } else {
-            let class = Self::CLASS;
-            let pooled = class.and_then(|class| LISTS.try_with(|l| l.take(class)).ok().flatten());
-            let block = match pooled {
-                Some(block) => block.as_ptr(),
-                // SAFETY: the layout's size is not zero.
-                None => unsafe { alloc::alloc(class.map_or(layout, block_layout)) },
-            };
-            NonNull::new(block).unwrap_or_else(|| alloc::handle_alloc_error(layout))
+            alloc::<T>()
         };
-        let value_ptr = block.cast::<T>();
         // SAFETY: the block is fresh (or free), large and aligned enough
         // for a `T`.
         unsafe { value_ptr.as_ptr().write(value) };
@@ -205,20 +274,8 @@ impl<T> Drop for Pooled<T> {
         if layout.size() == 0 {
             return;
         }
-        let block = self.value.cast::<u8>();
-        let Some(class) = Self::CLASS else {
-            // SAFETY: allocated with `T`'s layout in `pin`.
-            unsafe { alloc::dealloc(block.as_ptr(), layout) };
-            return;
-        };
-        // A thread whose lists are gone (it is exiting) frees the block.
-        let refused = LISTS
-            .try_with(|l| l.give(class, block))
-            .unwrap_or(Some(block));
-        if let Some(block) = refused {
-            // SAFETY: allocated with the class's layout in `pin`.
-            unsafe { alloc::dealloc(block.as_ptr(), block_layout(class)) };
-        }
+        // SAFETY: allocated by `alloc` in `pin`; the `T` is gone.
+        unsafe { free(self.value) };
     }
 }
 
@@ -263,13 +320,13 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_keeps_at_most_keep_blocks_a_class() {
-        let boxes: Vec<_> = (0..KEEP + 10).map(|i| Pooled::pin([i; 40])).collect();
+    fn a_thread_keeps_at_most_keep_bytes_a_class() {
+        let boxes: Vec<_> = (0..keep(3) + 10).map(|i| Pooled::pin([i; 40])).collect();
         for (i, b) in boxes.iter().enumerate() {
             assert_eq!(b[39], i as u32);
         }
         drop(boxes);
-        assert_eq!(kept(3), KEEP);
+        assert_eq!(kept(3), keep(3));
     }
 
     #[test]
@@ -287,10 +344,10 @@ mod tests {
 
     #[test]
     fn a_block_dropped_on_another_thread_is_kept_or_freed_there() {
-        let boxes: Vec<_> = (0..KEEP + 5).map(|i| Pooled::pin(i as u64)).collect();
+        let boxes: Vec<_> = (0..keep(0) + 5).map(|i| Pooled::pin(i as u64)).collect();
         std::thread::spawn(move || {
             drop(boxes);
-            assert_eq!(kept(0), KEEP);
+            assert_eq!(kept(0), keep(0));
             // This thread's lists are freed as it exits.
         })
         .join()

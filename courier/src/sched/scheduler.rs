@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{OnceLock, Weak};
 use std::thread;
 
-use async_task::Runnable;
+use super::task::Runnable;
 use crossbeam_deque::{Injector, Stealer, Worker};
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;

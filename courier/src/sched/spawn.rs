@@ -14,7 +14,7 @@ use std::task::{Context, Poll, Waker};
 use parking_lot::Mutex;
 use std::thread;
 
-use async_task::Runnable;
+use super::task::{self, Runnable};
 
 use super::join::JoinHandle;
 use super::pooled::Pooled;
@@ -90,10 +90,8 @@ impl Scheduler {
     {
         let id = self.id;
         let future = worker::count_finish(future);
-        let (runnable, task) = async_task::Builder::new().propagate_panic(true).spawn(
-            move |_| future,
-            move |runnable| schedule(id, runnable, Queue::Tasks),
-        );
+        let (runnable, task) =
+            task::spawn(future, move |runnable| schedule(id, runnable, Queue::Tasks));
         self.queue_new(runnable, Queue::Tasks);
         JoinHandle::new(task)
     }
@@ -113,6 +111,7 @@ impl Scheduler {
     /// after it was polled, should it wait: a block from the thread's pool
     /// (`pooled.rs`), against a task's allocation and its atomic state
     /// changes.
+    #[inline]
     pub(crate) fn poll_inline<F>(&self, future: F) -> Result<JoinHandle<F::Output>, Pin<Pooled<F>>>
     where
         F: Future,
@@ -154,10 +153,9 @@ impl Scheduler {
         let id = self.id;
         let future = worker::count_finish(future);
         // Its schedule function runs once: the future is done in one poll.
-        let (runnable, task) = async_task::spawn(future, move |runnable| {
+        let runnable = task::spawn_detached(future, move |runnable| {
             schedule(id, runnable, Queue::Offers)
         });
-        task.detach();
         self.queue_new(runnable, Queue::Offers);
     }
 

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use async_task::Runnable;
+use super::task::Runnable;
 use crossbeam_deque::{Steal, Worker};
 use crossbeam_utils::Backoff;
 

@@ -11,8 +11,9 @@
 //! - `fence`: the asymmetric fences behind it (Linux `membarrier`).
 //!
 //! Loom models live beside what they check: `biased.rs` (the lock),
-//! `sched/sleep.rs` (a wake racing a park), `parcel/pending.rs` (a call
-//! completed while its future is dropped).
+//! `sched/sleep.rs` (a wake racing a park), `sched/task.rs` (a wake racing
+//! a task's poll and its handle's await; the last owner freeing it),
+//! `parcel/pending.rs` (a call completed while its future is dropped).
 
 mod biased;
 mod fence;
