@@ -184,3 +184,79 @@ fn a_yielding_task_does_not_starve_tasks_spawned_from_other_threads() {
         .unwrap();
     });
 }
+
+/// Tasks that wait for a wake from plain threads (racing their polls and
+/// their handles' awaits), half of them awaited by other tasks and half
+/// detached: every awaited output arrives exactly once, and every output,
+/// awaited or not, is dropped exactly once.
+#[test]
+fn tasks_woken_from_threads_give_and_drop_each_output_once() {
+    common::with_deadline("tasks woken from threads", HANG, woken_from_threads);
+}
+
+fn woken_from_threads() {
+    use futures::channel::oneshot;
+
+    const TASKS: u64 = 20_000;
+    /// An output that counts its drops.
+    struct Out(u64, Arc<AtomicU64>);
+    impl Drop for Out {
+        fn drop(&mut self) {
+            self.1.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let dropped = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&dropped);
+    let sum = courier::launch(common::inproc(1).workers(3), move |rt| async move {
+        let (tx, rx) = std::sync::mpsc::channel::<oneshot::Sender<()>>();
+        let rx = Arc::new(std::sync::Mutex::new(rx));
+        let firing: Vec<_> = (0..2)
+            .map(|_| {
+                let rx = Arc::clone(&rx);
+                std::thread::spawn(move || {
+                    while let Ok(fire) = rx.lock().unwrap().recv() {
+                        let _ = fire.send(());
+                    }
+                })
+            })
+            .collect();
+        let mut awaiters = Vec::new();
+        for i in 0..TASKS {
+            let (fire, fired) = oneshot::channel();
+            tx.send(fire).expect("the firing threads run");
+            let counted = Arc::clone(&counted);
+            let task = rt.spawn(async move {
+                fired.await.expect("fired");
+                Out(i, counted)
+            });
+            if i % 2 == 0 {
+                drop(task);
+            } else {
+                awaiters.push(rt.spawn(async move { task.await.0 }));
+            }
+            if i % 64 == 0 {
+                courier::yield_now().await;
+            }
+        }
+        drop(tx);
+        let mut sum = 0;
+        for awaiter in awaiters {
+            sum += awaiter.await;
+        }
+        for thread in firing {
+            thread.join().expect("a firing thread");
+        }
+        // The detached tasks end once their wake is run.
+        while counted.load(Ordering::Relaxed) < TASKS {
+            courier::yield_now().await;
+        }
+        Ok(sum)
+    })
+    .unwrap();
+    assert_eq!(sum, (0..TASKS).filter(|i| i % 2 == 1).sum::<u64>());
+    assert_eq!(
+        dropped.load(Ordering::Relaxed),
+        TASKS,
+        "each output dropped once"
+    );
+}
