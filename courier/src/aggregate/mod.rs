@@ -688,6 +688,18 @@ impl Aggregator {
         self.apply(outbox, slot, Some(dest), setting.in_force());
     }
 
+    /// Gives `dest` the setting of the adaptive action in `slot` it has
+    /// now as one of its own, in force on every buffer towards it (what
+    /// they hold is flushed), and returns it: its tuner starts from there,
+    /// and decisions for other destinations, which move the setting of
+    /// those without one, no longer move it under its tuner.
+    pub(crate) fn pin(&self, outbox: &dyn Outbox, slot: usize, dest: LocalityId) -> Coalescing {
+        let setting = self.settings.get(slot, dest);
+        self.settings.pin(slot, dest, setting);
+        self.apply(outbox, slot, Some(dest), setting);
+        setting
+    }
+
     /// The bounds of the tuner of the action in `slot`, if it is adaptive.
     pub(crate) fn adaptive(&self, slot: usize) -> Option<AdaptivePolicy> {
         self.settings.adaptive(slot)

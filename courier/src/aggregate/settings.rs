@@ -99,6 +99,13 @@ impl Settings {
         });
     }
 
+    /// Gives `dest` an entry of its own for the action in `slot`, holding
+    /// `setting`: the setting of destinations without one, which later
+    /// decisions for others move, no longer applies to it.
+    pub(crate) fn pin(&self, slot: usize, dest: LocalityId, setting: Coalescing) {
+        self.put(slot, Some(dest), setting);
+    }
+
     /// The bounds of the tuner of the action in `slot`, if it is adaptive.
     pub(crate) fn adaptive(&self, slot: usize) -> Option<AdaptivePolicy> {
         *self.actions[slot].adaptive.read()

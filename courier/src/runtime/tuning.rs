@@ -281,12 +281,21 @@ fn run(weak: &Weak<Locality>) {
                 if dest == l.here {
                     continue;
                 }
-                let tuner = tuner.get_or_insert_with(|| {
-                    let bounds = Bounds::from(policy).within_credit(l.windows.window());
-                    Tuner::new(l.aggregator.setting(slot, dest), bounds)
-                        .declared_kappa(policy.kappa)
-                });
                 let sent = c1.saturating_sub(c0);
+                if tuner.is_none() && sent == 0 {
+                    // No traffic yet: it follows the latest decision.
+                    continue;
+                }
+                let tuner = tuner.get_or_insert_with(|| {
+                    // From its first traffic on, the destination keeps a
+                    // setting of its own, which only its tuner changes:
+                    // one that followed the latest decision for another
+                    // (a flood's tuner, settled, saw its setting move to a
+                    // slow stream's count and kept believing its own).
+                    let start = l.aggregator.pin(&*l, slot, dest);
+                    let bounds = Bounds::from(policy).within_credit(l.windows.window());
+                    Tuner::new(start, bounds).declared_kappa(policy.kappa)
+                });
                 let epoch = Epoch {
                     traffic: Traffic {
                         parcels_per_s: sent as f64 / seconds,
