@@ -91,6 +91,36 @@ fn spawn_tasks(
     .expect("the bench job failed")
 }
 
+/// The baseline of [`spawn_tasks`] run inline: `n` of its empty children
+/// made in batches of [`BATCH`] inside a task and awaited there, as plain
+/// futures.
+fn futures_awaited_directly(n: u64) -> Duration {
+    let config = Config::new()
+        .localities(1)
+        .workers(1)
+        .transport(TransportKind::Inproc);
+    courier::launch(config, move |_rt| async move {
+        let mut children = Vec::with_capacity(BATCH as usize);
+        let start = Instant::now();
+        let mut left = n;
+        while left > 0 {
+            let batch = left.min(BATCH);
+            let child = std::hint::black_box(Child::Empty);
+            children.extend((0..batch).map(|_| async move {
+                if let Child::YieldsOnce = child {
+                    courier::yield_now().await;
+                }
+            }));
+            for child in children.drain(..) {
+                child.await;
+            }
+            left -= batch;
+        }
+        Ok(start.elapsed())
+    })
+    .expect("the bench job failed")
+}
+
 /// A balanced tree of joins with empty leaves: `2^depth - 1` joins.
 fn tree(depth: u32) -> u64 {
     if depth == 0 {
@@ -208,6 +238,11 @@ fn bench(c: &mut Criterion) {
     // each run is queued: the site is measured when its first task runs).
     c.bench_function("spawn_and_run_empty_task_inlined", |b| {
         b.iter_custom(|n| spawn_tasks(n, 1, false, Inlining::Adaptive, Child::Empty))
+    });
+    // The baseline of the inlined spawn: the same children, made, kept in
+    // the same batches and awaited in a task, without `spawn`.
+    c.bench_function("spawn_baseline_futures_awaited_directly", |b| {
+        b.iter_custom(futures_awaited_directly)
     });
     // Queued by the adaptive policy (a first poll that waits): what the
     // decision adds to the queued path, against the same under `Never`.
