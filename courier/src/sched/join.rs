@@ -1,12 +1,11 @@
 //! [`JoinHandle`]: the future of a spawned task's output.
 
-use std::any::Any;
 use std::future::Future;
 use std::panic;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use super::task::Task;
+use super::task::{self, Task};
 
 /// An owned permission to await a spawned task's output.
 ///
@@ -39,14 +38,13 @@ pub struct JoinHandle<T> {
 /// Where a [`JoinHandle`]'s output comes from.
 #[derive(Debug)]
 enum State<T> {
-    /// A task: its output when it ends.
+    /// A task: its output when it ends (or the panic of a child run
+    /// inline by `spawn`, kept in a task's block that has ended: panics
+    /// are rare, and the handle's drop stays small).
     Task(Task<T>),
     /// The output of a task that completed on its first poll, run inline
     /// by `spawn`.
     Done(Exclusive<T>),
-    /// The panic of a task that panicked on its first poll, run inline by
-    /// `spawn` (boxed once more: the handle stays two words).
-    Panicked(Box<Exclusive<Box<dyn Any + Send>>>),
     /// The output was taken.
     Taken,
 }
@@ -81,10 +79,13 @@ impl<T> JoinHandle<T> {
 
     /// The handle of a task that has ended with `result` (its output or
     /// its panic's payload).
-    pub(crate) fn done(result: std::thread::Result<T>) -> Self {
+    pub(crate) fn done(result: std::thread::Result<T>) -> Self
+    where
+        T: Send + 'static,
+    {
         let state = match result {
             Ok(out) => State::Done(Exclusive(out)),
-            Err(payload) => State::Panicked(Box::new(Exclusive(payload))),
+            Err(payload) => State::Task(task::finished(Err(payload))),
         };
         JoinHandle { state }
     }
@@ -93,21 +94,28 @@ impl<T> JoinHandle<T> {
     pub fn is_finished(&self) -> bool {
         match &self.state {
             State::Task(task) => task.is_finished(),
-            State::Done(_) | State::Panicked(_) | State::Taken => true,
+            State::Done(_) | State::Taken => true,
         }
     }
 }
 
 impl<T> JoinHandle<T> {
-    /// The output of a task that completed when it was spawned (resuming
-    /// its panic); panics if it was taken.
+    /// The output of a task that completed when it was spawned; panics if
+    /// it was taken.
+    #[inline]
     fn take_done(&mut self) -> T {
         match std::mem::replace(&mut self.state, State::Taken) {
             State::Done(out) => out.0,
-            State::Panicked(payload) => panic::resume_unwind(payload.0),
-            _ => panic!("JoinHandle polled after it returned its output"),
+            _ => taken(),
         }
     }
+}
+
+/// A handle polled again after it gave its output.
+#[cold]
+#[inline(never)]
+fn taken() -> ! {
+    panic!("JoinHandle polled after it returned its output")
 }
 
 impl<T> Future for JoinHandle<T> {

@@ -115,6 +115,7 @@ impl Scheduler {
     pub(crate) fn poll_inline<F>(&self, future: F) -> Result<JoinHandle<F::Output>, Pin<Pooled<F>>>
     where
         F: Future,
+        F::Output: Send + 'static,
     {
         let mut future = Some(Pooled::pin(future));
         let mut cx = Context::from_waker(Waker::noop());

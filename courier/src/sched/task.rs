@@ -128,7 +128,7 @@ where
     F::Output: Send + 'static,
     S: Fn(Runnable) + Send + Sync + 'static,
 {
-    let header = Cell::<F, S>::allocate(future, schedule, SCHEDULED, 2);
+    let header = Cell::<F, S>::allocate(Stage::Pending(future), schedule, SCHEDULED, 2);
     (
         Runnable { header },
         Task {
@@ -146,7 +146,23 @@ where
     S: Fn(Runnable) + Send + Sync + 'static,
 {
     Runnable {
-        header: Cell::<F, S>::allocate(future, schedule, SCHEDULED | DETACHED, 1),
+        header: Cell::<F, S>::allocate(Stage::Pending(future), schedule, SCHEDULED | DETACHED, 1),
+    }
+}
+
+/// The handle's side of a task that has already ended with `output` (a
+/// child run inline that panicked: its handle resumes the panic where it
+/// is awaited, as for a task's). Nothing runs or schedules it.
+pub(crate) fn finished<T: Send + 'static>(output: Output<T>) -> Task<T> {
+    let header = Cell::<std::future::Pending<T>, fn(Runnable)>::allocate(
+        Stage::Done(output),
+        drop,
+        COMPLETED,
+        1,
+    );
+    Task {
+        header,
+        output: PhantomData,
     }
 }
 
@@ -164,9 +180,9 @@ where
         destroy: Self::destroy,
     };
 
-    /// A block from the thread's pool holding a task in `state` (scheduled)
+    /// A block from the thread's pool holding a task at `stage`, in `state`,
     /// with `refs` owners.
-    fn allocate(future: F, schedule: S, state: usize, refs: usize) -> NonNull<Header> {
+    fn allocate(stage: Stage<F>, schedule: S, state: usize, refs: usize) -> NonNull<Header> {
         let cell = pooled::alloc::<Self>();
         // SAFETY: a fresh block, large and aligned enough for a `Self`.
         unsafe {
@@ -178,7 +194,7 @@ where
                     vtable: &Self::VTABLE,
                 },
                 schedule,
-                stage: UnsafeCell::new(Stage::Pending(future)),
+                stage: UnsafeCell::new(stage),
             })
         };
         cell.cast()
@@ -567,7 +583,17 @@ impl<T> Task<T> {
 }
 
 impl<T> Drop for Task<T> {
+    #[inline]
     fn drop(&mut self) {
+        self.detach();
+    }
+}
+
+impl<T> Task<T> {
+    /// What dropping the handle does, out of line (the drop of every
+    /// `JoinHandle`, most of them holding no task, stays small).
+    #[inline(never)]
+    fn detach(&mut self) {
         // From now on whoever ends the task drops its output; if it has
         // ended, this handle does.
         let prior = self.header().state.fetch_or(DETACHED, Ordering::AcqRel);
