@@ -137,7 +137,7 @@ impl Drop for Lists {
     fn drop(&mut self) {
         for class in 0..CLASSES.len() {
             while let Some(block) = self.take(class) {
-                // SAFETY: allocated with this layout (`Pooled::new`).
+                // SAFETY: allocated with this layout (`alloc`).
                 unsafe { alloc::dealloc(block.as_ptr(), block_layout(class)) };
             }
         }
@@ -162,13 +162,15 @@ impl<T> ClassOf<T> {
     const CLASS: Option<usize> = class_of(Layout::new::<T>());
 }
 
-/// A block for a `T` (not zero-sized): from the thread's pool if its
-/// class has a free one, else from the global allocator. Give it back
-/// with [`free`].
+/// A block for a `T`: from the thread's pool if its class has a free
+/// one, else from the global allocator (none for a zero-sized `T`). Give
+/// it back with [`free`].
 #[inline]
 pub(crate) fn alloc<T>() -> NonNull<T> {
     let layout = Layout::new::<T>();
-    debug_assert!(layout.size() > 0);
+    if layout.size() == 0 {
+        return NonNull::dangling();
+    }
     let class = ClassOf::<T>::CLASS;
     #[cfg(not(loom))]
     if let Some(class) = class {
@@ -190,6 +192,9 @@ pub(crate) fn alloc<T>() -> NonNull<T> {
 /// given back once.
 #[inline]
 pub(crate) unsafe fn free<T>(block: NonNull<T>) {
+    if size_of::<T>() == 0 {
+        return;
+    }
     let block = block.cast::<u8>();
     let Some(class) = ClassOf::<T>::CLASS else {
         // SAFETY: allocated with `T`'s layout by `alloc` (the caller's
@@ -231,12 +236,7 @@ impl<T> Unpin for Pooled<T> {}
 impl<T> Pooled<T> {
     /// Moves `value` into a block, pinned there: it never moves again.
     pub(crate) fn pin(value: T) -> Pin<Pooled<T>> {
-        let layout = Layout::new::<T>();
-        let value_ptr = if layout.size() == 0 {
-            NonNull::<T>::dangling()
-        } else {
-            alloc::<T>()
-        };
+        let value_ptr = alloc::<T>();
         // SAFETY: the block is fresh (or free), large and aligned enough
         // for a `T`.
         unsafe { value_ptr.as_ptr().write(value) };
@@ -270,10 +270,6 @@ impl<T> Drop for Pooled<T> {
     fn drop(&mut self) {
         // SAFETY: the `T` is alive and dropped once, here.
         unsafe { ptr::drop_in_place(self.value.as_ptr()) };
-        let layout = Layout::new::<T>();
-        if layout.size() == 0 {
-            return;
-        }
         // SAFETY: allocated by `alloc` in `pin`; the `T` is gone.
         unsafe { free(self.value) };
     }
@@ -340,6 +336,13 @@ mod tests {
         let wide = Pooled::pin(Wide(9));
         assert_eq!(wide.0, 9);
         assert_eq!(&*wide as *const Wide as usize % 64, 0);
+        // Zero-sized and over-aligned: no allocation, an aligned address.
+        #[repr(align(64))]
+        struct WideNothing;
+        let nothing = alloc::<WideNothing>();
+        assert_eq!(nothing.as_ptr() as usize % 64, 0);
+        // SAFETY: from `alloc` above, given back once.
+        unsafe { free(nothing) };
     }
 
     #[test]

@@ -38,10 +38,16 @@
 //!   output holding one of its task's wakers would otherwise keep the
 //!   block alive for ever).
 //!
+//! - `CANCELLED`: the task was left unfinished by its last owner (no
+//!   handle, no waker, no `Runnable`): it is scheduled once more, and its
+//!   `Runnable` drops the future instead of polling it.
+//!
 //! `refs` counts the owners of the block: the `Runnable` (at most one), the
-//! handle, and every [`Waker`]; the last to go drops what the block holds
-//! (the future of a task nobody can wake any more) and gives the block
-//! back. Wakes set `SCHEDULED` with one
+//! handle, and every [`Waker`]; the last to go gives the block back. If the
+//! task had not ended, that owner was a waker, dropped wherever its holder
+//! drops it (under the holder's lock, perhaps, which the future's own drop
+//! may take to deregister): the future is not dropped there but by the
+//! task, scheduled once more with `CANCELLED`, as `async_task` does. Wakes set `SCHEDULED` with one
 //! `fetch_or`: the waker that finds none of `SCHEDULED`, `RUNNING`,
 //! `COMPLETED`, `CLOSED` set makes the `Runnable` (from its own reference
 //! when woken by value) and hands it to the task's schedule function.
@@ -74,6 +80,7 @@ const CLOSED: usize = 1 << 3;
 const AWAITER: usize = 1 << 4;
 const REGISTERING: usize = 1 << 5;
 const DETACHED: usize = 1 << 6;
+const CANCELLED: usize = 1 << 7;
 
 /// A task's output, or the payload of the panic that ended it.
 type Output<T> = std::thread::Result<T>;
@@ -118,7 +125,9 @@ struct Cell<F: Future, S> {
     stage: UnsafeCell<Stage<F>>,
 }
 
-/// Makes a task of `future`, which `schedule` queues each time it is woken.
+/// Makes a task of `future`, which `schedule` queues each time it is woken
+/// (a `Copy` function: it is called on a copy, since the task it queues
+/// may end and free its block before the call returns).
 /// The task is scheduled already: the caller queues the `Runnable`
 /// returned (or drops it, which drops the future); the [`Task`] is the
 /// handle's side (dropping it detaches the task).
@@ -126,7 +135,7 @@ pub(crate) fn spawn<F, S>(future: F, schedule: S) -> (Runnable, Task<F::Output>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
-    S: Fn(Runnable) + Send + Sync + 'static,
+    S: Fn(Runnable) + Copy + Send + Sync + 'static,
 {
     let header = Cell::<F, S>::allocate(Stage::Pending(future), schedule, SCHEDULED, 2);
     (
@@ -143,7 +152,7 @@ pub(crate) fn spawn_detached<F, S>(future: F, schedule: S) -> Runnable
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
-    S: Fn(Runnable) + Send + Sync + 'static,
+    S: Fn(Runnable) + Copy + Send + Sync + 'static,
 {
     Runnable {
         header: Cell::<F, S>::allocate(Stage::Pending(future), schedule, SCHEDULED | DETACHED, 1),
@@ -170,7 +179,7 @@ impl<F, S> Cell<F, S>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
-    S: Fn(Runnable) + Send + Sync + 'static,
+    S: Fn(Runnable) + Copy + Send + Sync + 'static,
 {
     const VTABLE: Vtable = Vtable {
         schedule: Self::schedule,
@@ -213,16 +222,26 @@ where
     unsafe fn schedule(header: NonNull<Header>) {
         // SAFETY: the caller's word.
         let cell = unsafe { Self::from_header(header) };
-        (cell.schedule)(Runnable { header });
+        // A copy, called from here: the `Runnable` handed to it may run,
+        // end and free the block before the call returns.
+        let schedule = cell.schedule;
+        schedule(Runnable { header });
     }
 
     unsafe fn run(header: NonNull<Header>) {
         // SAFETY: the caller's word: the `Runnable`'s reference.
         let cell = unsafe { Self::from_header(header) };
         // SCHEDULED was set and RUNNING not (a `Runnable` existed).
-        cell.header
+        let prior = cell
+            .header
             .state
             .fetch_xor(SCHEDULED | RUNNING, Ordering::Acquire);
+        if prior & CANCELLED != 0 {
+            // SAFETY: the `Runnable`'s reference, the task's only owner
+            // (see `drop_ref`).
+            unsafe { Self::cancel(header) };
+            return;
+        }
         // A waker that does not own a reference: the `Runnable`'s keeps the
         // block alive while the poll runs; a clone takes its own.
         let waker = ManuallyDrop::new(
@@ -266,8 +285,15 @@ where
         });
         let dropped = panic::catch_unwind(AssertUnwindSafe(|| drop(future)));
         let output = match (output, dropped) {
-            (Ok(_), Err(payload)) => Err(payload),
-            (output, _) => output,
+            (output, Ok(())) => output,
+            (Ok(output), Err(payload)) => {
+                let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(output)));
+                Err(payload)
+            }
+            (Err(payload), Err(second)) => {
+                let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(second)));
+                Err(payload)
+            }
         };
         cell.stage.with_mut(|stage| {
             // SAFETY: as above; `Gone` needs no drop.
@@ -288,10 +314,34 @@ where
             let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(output)));
         }
         // SAFETY: this thread still owns the `Runnable`'s reference.
-        unsafe {
-            wake_awaiter(header, prior);
-            drop_ref(header);
+        let awaiter = unsafe { take_awaiter(header, prior) };
+        // SAFETY: that reference, given up: the waker, taken out, needs no
+        // block (and a panic in its wake leaks nothing).
+        unsafe { drop_ref(header) };
+        if let Some(awaiter) = awaiter {
+            awaiter.wake();
         }
+    }
+
+    /// Drops the future of a task its last owner left unfinished.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns the only reference (a `Runnable` of a `CANCELLED`
+    /// task), and gives it up.
+    unsafe fn cancel(header: NonNull<Header>) {
+        // SAFETY: the caller's word.
+        let cell = unsafe { Self::from_header(header) };
+        let future = cell.stage.with_mut(|stage| {
+            // SAFETY: the only owner.
+            unsafe { mem::replace(&mut *stage, Stage::Gone) }
+        });
+        let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(future)));
+        cell.header
+            .state
+            .store(CLOSED | DETACHED, Ordering::Relaxed);
+        // SAFETY: the only reference: the block goes.
+        unsafe { drop_ref(header) };
     }
 
     unsafe fn close(header: NonNull<Header>) {
@@ -309,9 +359,12 @@ where
             .state
             .fetch_xor(SCHEDULED | CLOSED, Ordering::AcqRel);
         // SAFETY: this thread still owns the `Runnable`'s reference.
-        unsafe {
-            wake_awaiter(header, prior);
-            drop_ref(header);
+        let awaiter = unsafe { take_awaiter(header, prior) };
+        // SAFETY: that reference, given up: the waker, taken out, needs no
+        // block (and a panic in its wake leaks nothing).
+        unsafe { drop_ref(header) };
+        if let Some(awaiter) = awaiter {
+            awaiter.wake();
         }
     }
 
@@ -343,28 +396,26 @@ where
     }
 }
 
-/// Wakes the handle's waker, if one is registered and not being written,
-/// after a change from `prior` that set COMPLETED or CLOSED.
+/// Takes the handle's waker, if one is registered and not being written,
+/// after a change from `prior` that set COMPLETED or CLOSED: the caller
+/// wakes it.
 ///
 /// # Safety
 ///
 /// The caller set COMPLETED or CLOSED with the change that returned
 /// `prior`, and owns a reference.
-unsafe fn wake_awaiter(header: NonNull<Header>, prior: usize) {
+unsafe fn take_awaiter(header: NonNull<Header>, prior: usize) -> Option<Waker> {
     if prior & (AWAITER | REGISTERING) != AWAITER {
-        return;
+        return None;
     }
     // SAFETY: the caller's reference keeps the block; the handle wrote the
     // waker before it set AWAITER (read here with `Acquire`), and cannot
     // write it again: it registers only while neither flag is set.
     let header = unsafe { header.as_ref() };
-    let waker = header.awaiter.with_mut(|awaiter| {
+    header.awaiter.with_mut(|awaiter| {
         // SAFETY: as said.
         unsafe { (*awaiter).take() }
-    });
-    if let Some(waker) = waker {
-        waker.wake();
-    }
+    })
 }
 
 /// Drops a reference; the last one destroys the task.
@@ -374,14 +425,28 @@ unsafe fn wake_awaiter(header: NonNull<Header>, prior: usize) {
 /// The caller owns a reference to a live task, and gives it up.
 unsafe fn drop_ref(header: NonNull<Header>) {
     // SAFETY: the caller's reference keeps the block until this decrement.
-    let (refs, vtable) = unsafe { (&header.as_ref().refs, header.as_ref().vtable) };
-    if refs.fetch_sub(1, Ordering::Release) == 1 {
-        // The other owners' last accesses happen before the destruction
-        // (as in `Arc`'s drop).
-        fence(Ordering::Acquire);
-        // SAFETY: the last reference.
-        unsafe { (vtable.destroy)(header) };
+    let (refs, state, vtable) = unsafe {
+        let h = header.as_ref();
+        (&h.refs, &h.state, h.vtable)
+    };
+    if refs.fetch_sub(1, Ordering::Release) != 1 {
+        return;
     }
+    // The other owners' last accesses happen before what follows (as in
+    // `Arc`'s drop).
+    fence(Ordering::Acquire);
+    if state.load(Ordering::Relaxed) & (COMPLETED | CLOSED) == 0 {
+        // Unfinished, with no owner left: nothing else can reach the task,
+        // so it is this thread's; scheduled once more to drop its future
+        // (see `CANCELLED`), as a `Runnable` that owns it.
+        refs.store(1, Ordering::Relaxed);
+        state.store(SCHEDULED | DETACHED | CANCELLED, Ordering::Relaxed);
+        // SAFETY: the `Runnable`'s reference, handed on.
+        unsafe { (vtable.schedule)(header) };
+        return;
+    }
+    // SAFETY: the last reference.
+    unsafe { (vtable.destroy)(header) };
 }
 
 /// Takes one more reference, as `Arc::clone` does (aborting far before
@@ -597,14 +662,15 @@ impl<T> Task<T> {
         // From now on whoever ends the task drops its output; if it has
         // ended, this handle does.
         let prior = self.header().state.fetch_or(DETACHED, Ordering::AcqRel);
+        let mut output: Option<Output<T>> = None;
         if prior & COMPLETED != 0 {
-            let mut output: Option<Output<T>> = None;
             // SAFETY: completed (read with `Acquire`), a `T`'s task.
             unsafe { (self.header().vtable.take_output)(self.header, (&raw mut output).cast()) };
-            drop(output);
         }
-        // SAFETY: the handle's reference, given up.
+        // SAFETY: the handle's reference, given up before the output is
+        // dropped (its drop may panic).
         unsafe { drop_ref(self.header) };
+        drop(output);
     }
 }
 
@@ -626,22 +692,29 @@ mod tests {
 
     use super::*;
 
-    /// A queue of runnables: the schedule function pushes, the test runs.
-    #[derive(Clone, Default)]
-    struct Queue(Arc<Mutex<VecDeque<Runnable>>>);
+    thread_local! {
+        /// The runnables scheduled on this thread (each test runs on a
+        /// thread of its own).
+        static QUEUED: std::cell::RefCell<VecDeque<Runnable>> =
+            const { std::cell::RefCell::new(VecDeque::new()) };
+    }
+
+    /// The calling thread's queue of runnables: the schedule function
+    /// pushes, the test runs.
+    #[derive(Clone, Copy, Default)]
+    struct Queue;
 
     impl Queue {
-        fn schedule(&self) -> impl Fn(Runnable) + Send + Sync + 'static {
-            let queue = self.clone();
-            move |runnable| queue.0.lock().unwrap().push_back(runnable)
+        fn schedule(&self) -> fn(Runnable) {
+            |runnable| QUEUED.with(|q| q.borrow_mut().push_back(runnable))
         }
 
         fn pop(&self) -> Option<Runnable> {
-            self.0.lock().unwrap().pop_front()
+            QUEUED.with(|q| q.borrow_mut().pop_front())
         }
 
         fn len(&self) -> usize {
-            self.0.lock().unwrap().len()
+            QUEUED.with(|q| q.borrow().len())
         }
     }
 
@@ -709,7 +782,7 @@ mod tests {
 
     #[test]
     fn a_task_runs_once_and_its_handle_takes_the_output() {
-        let queue = Queue::default();
+        let queue = Queue;
         let (runnable, task) = spawn(async { 6 * 7 }, queue.schedule());
         assert!(!task.is_finished());
         runnable.run();
@@ -720,7 +793,7 @@ mod tests {
 
     #[test]
     fn a_waiting_task_is_queued_once_per_wake_and_wakes_its_awaiter() {
-        let queue = Queue::default();
+        let queue = Queue;
         let (future, gate) = gate();
         let (runnable, mut task) = spawn(
             async move {
@@ -749,7 +822,7 @@ mod tests {
 
     #[test]
     fn a_wake_during_the_poll_queues_the_task_after_it() {
-        let queue = Queue::default();
+        let queue = Queue;
         let mut polls = 0;
         let (runnable, task) = spawn(
             std::future::poll_fn(move |cx| {
@@ -774,7 +847,7 @@ mod tests {
 
     #[test]
     fn a_panic_is_kept_and_resumed_where_the_output_is_taken() {
-        let queue = Queue::default();
+        let queue = Queue;
         let (runnable, task) = spawn(async { panic!("the child") }, queue.schedule());
         runnable.run();
         let payload = panic::catch_unwind(AssertUnwindSafe(|| task.into_output())).unwrap_err();
@@ -783,7 +856,7 @@ mod tests {
 
     #[test]
     fn a_runnable_dropped_unrun_drops_the_future_and_the_handle_says_so() {
-        let queue = Queue::default();
+        let queue = Queue;
         let drops = Arc::new(StdAtomicUsize::new(0));
         let held = Counted(Arc::clone(&drops));
         let (runnable, mut task) = spawn(async move { drop(held) }, queue.schedule());
@@ -800,7 +873,7 @@ mod tests {
 
     #[test]
     fn a_detached_tasks_output_is_dropped_once() {
-        let queue = Queue::default();
+        let queue = Queue;
         let drops = Arc::new(StdAtomicUsize::new(0));
         let out = Counted(Arc::clone(&drops));
         let (runnable, task) = spawn(async move { out }, queue.schedule());
@@ -822,7 +895,7 @@ mod tests {
 
     #[test]
     fn a_waiting_task_nobody_can_wake_is_dropped_with_its_last_waker() {
-        let queue = Queue::default();
+        let queue = Queue;
         let drops = Arc::new(StdAtomicUsize::new(0));
         let held = Counted(Arc::clone(&drops));
         let (future, gate) = gate();
@@ -845,13 +918,101 @@ mod tests {
         drop(waker);
         assert_eq!(drops.load(Ordering::Relaxed), 0);
         drop(clone);
-        assert_eq!(drops.load(Ordering::Relaxed), 1, "gone with the last waker");
+        // Not in the waker's drop (its holder may hold a lock the future's
+        // drop takes), but by the task, scheduled once more.
+        assert_eq!(drops.load(Ordering::Relaxed), 0);
+        assert_eq!(queue.len(), 1);
+        queue.pop().unwrap().run();
+        assert_eq!(drops.load(Ordering::Relaxed), 1, "gone with its last owner");
         assert_eq!(queue.len(), 0);
     }
 
     #[test]
+    fn a_future_is_not_dropped_under_the_lock_of_the_last_wakers_holder() {
+        let queue = Queue;
+        /// Takes the lock of the slot its waker is in, to deregister.
+        struct Deregister(Latch, Arc<StdAtomicUsize>);
+        impl Drop for Deregister {
+            fn drop(&mut self) {
+                match self.0.try_lock() {
+                    Ok(_) => self.1.fetch_add(1, Ordering::Relaxed),
+                    Err(_) => panic!("dropped under the slot's lock"),
+                };
+            }
+        }
+        let (future, slot) = gate();
+        let dropped = Arc::new(StdAtomicUsize::new(0));
+        let deregister = Deregister(Arc::clone(&slot), Arc::clone(&dropped));
+        let (runnable, task) = spawn(
+            async move {
+                let _deregister = deregister;
+                future.await
+            },
+            queue.schedule(),
+        );
+        drop(task);
+        runnable.run();
+        // Another waiter's waker replaces the task's under the lock.
+        slot.lock().unwrap().1 = Some(Waker::noop().clone());
+        assert_eq!(dropped.load(Ordering::Relaxed), 0);
+        queue.pop().expect("scheduled to drop its future").run();
+        assert_eq!(dropped.load(Ordering::Relaxed), 1);
+    }
+
+    /// Panics when dropped (unless already unwinding).
+    #[derive(Debug)]
+    struct PanicsOnDrop;
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            if !std::thread::panicking() {
+                panic!("dropped");
+            }
+        }
+    }
+
+    #[test]
+    fn an_output_and_a_future_whose_drops_panic_still_end_the_task() {
+        let queue = Queue;
+        let held = PanicsOnDrop;
+        let (runnable, task) = spawn(
+            async move {
+                let _held = &held;
+                PanicsOnDrop
+            },
+            queue.schedule(),
+        );
+        runnable.run();
+        assert!(task.is_finished());
+        let payload = panic::catch_unwind(AssertUnwindSafe(|| task.into_output())).unwrap_err();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"dropped"));
+    }
+
+    /// Miri finds the block leaked if a panic skips a reference's drop.
+    #[test]
+    fn panics_in_the_awaiters_wake_and_in_the_outputs_drop_leak_nothing() {
+        let queue = Queue;
+        struct Panics;
+        impl std::task::Wake for Panics {
+            fn wake(self: Arc<Self>) {
+                panic!("wake");
+            }
+        }
+        let (runnable, mut task) = spawn(async { 1 }, queue.schedule());
+        let waker = Waker::from(Arc::new(Panics));
+        assert!(
+            task.poll_finished(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        assert!(panic::catch_unwind(AssertUnwindSafe(|| runnable.run())).is_err());
+        assert_eq!(task.into_output(), 1);
+        let (runnable, task) = spawn(async { PanicsOnDrop }, queue.schedule());
+        runnable.run();
+        assert!(panic::catch_unwind(AssertUnwindSafe(|| drop(task))).is_err());
+    }
+
+    #[test]
     fn wakes_after_the_end_do_nothing() {
-        let queue = Queue::default();
+        let queue = Queue;
         let kept = Rc::new(RefCell::new(None::<Waker>));
         let (future, gate) = gate();
         let (runnable, task) = spawn(future, queue.schedule());
@@ -868,7 +1029,7 @@ mod tests {
 
     #[test]
     fn large_and_over_aligned_futures_work_too() {
-        let queue = Queue::default();
+        let queue = Queue;
         let big = [3u8; 4096];
         let (runnable, task) = spawn(
             async move { big.iter().map(|&b| u32::from(b)).sum::<u32>() },
@@ -886,7 +1047,7 @@ mod tests {
 
     #[test]
     fn a_task_woken_on_another_thread_runs_there_and_its_output_comes_back() {
-        let queue = Queue::default();
+        let queue = Queue;
         let (future, gate) = gate();
         let (runnable, mut task) = spawn(
             async move {
@@ -898,7 +1059,7 @@ mod tests {
         runnable.run();
         let wakes = Arc::new(StdAtomicUsize::new(0));
         assert_eq!(poll_counting(&mut task, &wakes), Poll::Pending);
-        let worker = queue.clone();
+        let worker = queue;
         std::thread::spawn(move || {
             open(&gate);
             worker.pop().unwrap().run();
@@ -912,13 +1073,11 @@ mod tests {
 
 #[cfg(all(test, loom))]
 mod loom_tests {
-    use std::collections::VecDeque;
-
     use loom::sync::{Arc, Mutex};
 
     use super::*;
 
-    type Shared = Arc<Mutex<(bool, Option<Waker>, VecDeque<Runnable>)>>;
+    type Shared = Arc<Mutex<(bool, Option<Waker>)>>;
 
     /// Waits until the shared flag is set, keeping its waker there.
     struct Gate(Shared);
@@ -935,9 +1094,9 @@ mod loom_tests {
         }
     }
 
-    fn schedule(shared: &Shared) -> impl Fn(Runnable) + Send + Sync + 'static {
-        let shared = Arc::clone(shared);
-        move |runnable| shared.lock().unwrap().2.push_back(runnable)
+    /// Runs a woken task at once, on the waking thread.
+    fn run_now(runnable: Runnable) {
+        runnable.run();
     }
 
     /// A wake on one thread races the task's poll on another and the
@@ -947,8 +1106,8 @@ mod loom_tests {
     #[test]
     fn loom_a_wake_racing_the_poll_and_the_await_loses_nothing() {
         loom::model(|| {
-            let shared: Shared = Arc::new(Mutex::new((false, None, VecDeque::new())));
-            let (runnable, mut task) = spawn(Gate(Arc::clone(&shared)), schedule(&shared));
+            let shared: Shared = Arc::new(Mutex::new((false, None)));
+            let (runnable, mut task) = spawn(Gate(Arc::clone(&shared)), run_now);
             let waker_side = Arc::clone(&shared);
             let waker = loom::thread::spawn(move || {
                 let waker = {
@@ -960,19 +1119,7 @@ mod loom_tests {
                     waker.wake();
                 }
             });
-            let runner_side = Arc::clone(&shared);
-            let runner = loom::thread::spawn(move || {
-                runnable.run();
-                // Run whatever the wake queued, until the queue is empty
-                // and the waker thread is done (checked by the main thread).
-                loop {
-                    let next = runner_side.lock().unwrap().2.pop_front();
-                    match next {
-                        Some(runnable) => runnable.run(),
-                        None => break,
-                    }
-                }
-            });
+            let runner = loom::thread::spawn(move || runnable.run());
             let woken = Arc::new(loom::sync::atomic::AtomicBool::new(false));
             struct Flag(Arc<loom::sync::atomic::AtomicBool>);
             impl std::task::Wake for Flag {
@@ -984,11 +1131,6 @@ mod loom_tests {
             let first = task.poll_finished(&mut Context::from_waker(&flag));
             waker.join().unwrap();
             runner.join().unwrap();
-            // A wake the runner missed is still queued: run it here.
-            let left = shared.lock().unwrap().2.pop_front();
-            if let Some(runnable) = left {
-                runnable.run();
-            }
             if first.is_pending() {
                 assert!(woken.load(Ordering::Acquire), "the awaiter was not woken");
             }
@@ -1004,7 +1146,6 @@ mod loom_tests {
     #[test]
     fn loom_the_last_owner_frees_the_task_once() {
         loom::model(|| {
-            let shared: Shared = Arc::new(Mutex::new((false, None, VecDeque::new())));
             let drops = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
             struct Counted(Arc<loom::sync::atomic::AtomicUsize>);
             impl Drop for Counted {
@@ -1023,11 +1164,43 @@ mod loom_tests {
                         Poll::Ready((out, waker))
                     }
                 }),
-                schedule(&shared),
+                run_now,
             );
             let runner = loom::thread::spawn(move || runnable.run());
             let dropper = loom::thread::spawn(move || drop(task));
             runner.join().unwrap();
+            dropper.join().unwrap();
+            assert_eq!(drops.load(Ordering::Relaxed), 1);
+        });
+    }
+
+    /// The last waker of a waiting task is dropped on one thread while its
+    /// handle is dropped on another: whichever is last schedules the task
+    /// once more, and the future is dropped exactly once, by the task.
+    #[test]
+    fn loom_a_task_left_by_its_last_owners_drops_its_future_once() {
+        loom::model(|| {
+            let shared: Shared = Arc::new(Mutex::new((false, None)));
+            let drops = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+            struct Counted(Arc<loom::sync::atomic::AtomicUsize>);
+            impl Drop for Counted {
+                fn drop(&mut self) {
+                    self.0.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            let held = Counted(Arc::clone(&drops));
+            let gate = Gate(Arc::clone(&shared));
+            let (runnable, task) = spawn(
+                async move {
+                    let _held = held;
+                    gate.await
+                },
+                run_now,
+            );
+            runnable.run();
+            let waker = shared.lock().unwrap().1.take().expect("it waits");
+            let dropper = loom::thread::spawn(move || drop(waker));
+            drop(task);
             dropper.join().unwrap();
             assert_eq!(drops.load(Ordering::Relaxed), 1);
         });
