@@ -34,9 +34,10 @@ pub enum Chunking {
 /// (cold caches, the join, the last chunks finishing one worker at a
 /// time). Measured with the `loops` app on a 2-core machine, `o` being the
 /// warm spawn-run-join cost (`/par/time/task-overhead`, 80 ns on one
-/// worker, 160 on two): at 1,000 and at 2,000, auto is within 4 % of the
-/// best static chunk on bodies of 2 ns, 0.2 µs and 0.2 ms, so 1,000 is
-/// where larger stopped helping (BENCHMARKS.md, issue #16). Served as
+/// worker, 160 on two, then): at 1,000 and at 2,000, auto is within 4 % of
+/// the best static chunk on bodies of 2 ns, 0.2 µs and 0.2 ms, so 1,000 is
+/// where larger stopped helping (BENCHMARKS.md, issue #16; with Courier's
+/// own task cell, 32–52 ns on two workers, still within 5 %). Served as
 /// `/par/parameter/lambda-min`; a constant until it is measured per
 /// machine.
 pub const LAMBDA_MIN: f64 = 1000.0;
@@ -70,9 +71,12 @@ pub(crate) fn measure_first(
     (ran, elapsed.as_nanos() as f64 / ran.max(1) as f64)
 }
 
-/// The least task overhead [`Chunking::Auto`] assumes, in ns: below the
-/// cheapest spawn-run-join measured here (80 ns on one worker), a guard
-/// against a measurement gone wrong.
+/// The least task overhead [`Chunking::Auto`] assumes, in ns: a guard
+/// against a measurement gone wrong, set below the cheapest
+/// spawn-run-join measured here with `async_task` (80 ns on one worker);
+/// since Courier's own task cell (32–52 ns on two workers) it is also
+/// what the cheapest bodies' chunks are sized from, within 5 % of the
+/// best static chunk (BENCHMARKS.md, issue #16, seventh part).
 pub(crate) const OVERHEAD_FLOOR_NS: f64 = 50.0;
 
 /// Chunks each worker should have, at least, when the range allows: so
