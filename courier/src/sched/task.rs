@@ -219,6 +219,20 @@ where
         unsafe { header.cast::<Self>().as_ref() }
     }
 
+    /// Takes what the stage holds, leaving it `Gone`.
+    ///
+    /// # Safety
+    ///
+    /// The stage is the caller's alone: it runs the task (RUNNING), holds
+    /// its `Runnable` unrun, is its only owner, or is its handle and read
+    /// COMPLETED or CLOSED with `Acquire`.
+    unsafe fn take_stage(&self) -> Stage<F> {
+        self.stage.with_mut(|stage| {
+            // SAFETY: the caller's word.
+            unsafe { mem::replace(&mut *stage, Stage::Gone) }
+        })
+    }
+
     unsafe fn schedule(header: NonNull<Header>) {
         // SAFETY: the caller's word.
         let cell = unsafe { Self::from_header(header) };
@@ -279,19 +293,17 @@ where
         };
         // The future ends here, as it would in a task of its own; a panic
         // in its drop becomes the task's if its poll had not panicked.
-        let future = cell.stage.with_mut(|stage| {
-            // SAFETY: still RUNNING: the stage is this thread's.
-            unsafe { mem::replace(&mut *stage, Stage::Gone) }
-        });
+        // SAFETY: still RUNNING: the stage is this thread's.
+        let future = unsafe { cell.take_stage() };
         let dropped = panic::catch_unwind(AssertUnwindSafe(|| drop(future)));
         let output = match (output, dropped) {
             (output, Ok(())) => output,
             (Ok(output), Err(payload)) => {
-                let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(output)));
+                drop_quietly(output);
                 Err(payload)
             }
             (Err(payload), Err(second)) => {
-                let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(second)));
+                drop_quietly(second);
                 Err(payload)
             }
         };
@@ -307,20 +319,11 @@ where
         if prior & DETACHED != 0 {
             // Nobody will take the output: drop it now. The handle, gone,
             // no longer touches the stage.
-            let output = cell.stage.with_mut(|stage| {
-                // SAFETY: as said.
-                unsafe { mem::replace(&mut *stage, Stage::Gone) }
-            });
-            let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(output)));
+            // SAFETY: as said.
+            drop_quietly(unsafe { cell.take_stage() });
         }
         // SAFETY: this thread still owns the `Runnable`'s reference.
-        let awaiter = unsafe { take_awaiter(header, prior) };
-        // SAFETY: that reference, given up: the waker, taken out, needs no
-        // block (and a panic in its wake leaks nothing).
-        unsafe { drop_ref(header) };
-        if let Some(awaiter) = awaiter {
-            awaiter.wake();
-        }
+        unsafe { end(header, prior) };
     }
 
     /// Drops the future of a task its last owner left unfinished.
@@ -332,11 +335,8 @@ where
     unsafe fn cancel(header: NonNull<Header>) {
         // SAFETY: the caller's word.
         let cell = unsafe { Self::from_header(header) };
-        let future = cell.stage.with_mut(|stage| {
-            // SAFETY: the only owner.
-            unsafe { mem::replace(&mut *stage, Stage::Gone) }
-        });
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(future)));
+        // SAFETY: the only owner.
+        drop_quietly(unsafe { cell.take_stage() });
         cell.header
             .state
             .store(CLOSED | DETACHED, Ordering::Relaxed);
@@ -347,36 +347,24 @@ where
     unsafe fn close(header: NonNull<Header>) {
         // SAFETY: the caller's word: the `Runnable`'s reference.
         let cell = unsafe { Self::from_header(header) };
-        // SCHEDULED and not RUNNING: nobody else touches the stage.
-        let future = cell.stage.with_mut(|stage| {
-            // SAFETY: as said.
-            unsafe { mem::replace(&mut *stage, Stage::Gone) }
-        });
-        // A panic in a future dropped at shutdown has nowhere to go.
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(future)));
+        // SCHEDULED and not RUNNING: nobody else touches the stage. A
+        // panic in a future dropped at shutdown has nowhere to go.
+        // SAFETY: as said.
+        drop_quietly(unsafe { cell.take_stage() });
         let prior = cell
             .header
             .state
             .fetch_xor(SCHEDULED | CLOSED, Ordering::AcqRel);
         // SAFETY: this thread still owns the `Runnable`'s reference.
-        let awaiter = unsafe { take_awaiter(header, prior) };
-        // SAFETY: that reference, given up: the waker, taken out, needs no
-        // block (and a panic in its wake leaks nothing).
-        unsafe { drop_ref(header) };
-        if let Some(awaiter) = awaiter {
-            awaiter.wake();
-        }
+        unsafe { end(header, prior) };
     }
 
     unsafe fn take_output(header: NonNull<Header>, out: *mut ()) {
         // SAFETY: the caller's word (the handle's reference); COMPLETED or
         // CLOSED was read with `Acquire`: nobody else touches the stage.
         let cell = unsafe { Self::from_header(header) };
-        let stage = cell.stage.with_mut(|stage| {
-            // SAFETY: as said.
-            unsafe { mem::replace(&mut *stage, Stage::Gone) }
-        });
-        if let Stage::Done(output) = stage {
+        // SAFETY: as said.
+        if let Stage::Done(output) = unsafe { cell.take_stage() } {
             // SAFETY: the caller passes an `Option<Output<F::Output>>`.
             unsafe { *out.cast::<Option<Output<F::Output>>>() = Some(output) };
         }
@@ -394,6 +382,31 @@ where
         // SAFETY: allocated by `pooled::alloc`; what it held is gone.
         unsafe { pooled::free(cell) };
     }
+}
+
+/// After the change from `prior` that ended the task (COMPLETED or
+/// CLOSED): gives up the caller's reference, then wakes the handle's
+/// waker if one was registered (taken out first: a panic in its wake
+/// leaks nothing, and the waker needs no block).
+///
+/// # Safety
+///
+/// The caller made that change and owns a reference, which it gives up.
+unsafe fn end(header: NonNull<Header>, prior: usize) {
+    // SAFETY: the caller's word.
+    let awaiter = unsafe { take_awaiter(header, prior) };
+    // SAFETY: the caller's reference, given up.
+    unsafe { drop_ref(header) };
+    if let Some(awaiter) = awaiter {
+        awaiter.wake();
+    }
+}
+
+/// Drops `value` where a panic in its drop has nowhere to go (the task
+/// has its outcome already, or nobody will take it): the panic is caught
+/// and dropped.
+fn drop_quietly<T>(value: T) {
+    let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(value)));
 }
 
 /// Takes the handle's waker, if one is registered and not being written,
