@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::locality::Locality;
 use crate::ids::LocalityId;
-use crate::sched::JoinHandle;
+use crate::sched::{JoinHandle, SchedulerId};
 
 /// A handle to the running locality: call actions, spawn tasks, ask where
 /// you are. Cheap to clone.
@@ -38,6 +38,10 @@ use crate::sched::JoinHandle;
 #[derive(Clone)]
 pub struct Runtime {
     locality: Arc<Locality>,
+    /// The id of the locality's scheduler, kept here for `spawn` to tell
+    /// whether it is called on one of its workers in one load, not three
+    /// (the locality, its scheduler, the id).
+    sched: SchedulerId,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -126,7 +130,8 @@ pub fn try_current() -> Option<Runtime> {
 
 impl Runtime {
     pub(crate) fn new(locality: Arc<Locality>) -> Self {
-        Runtime { locality }
+        let sched = locality.sched.id();
+        Runtime { locality, sched }
     }
 
     pub(crate) fn inner(&self) -> &Arc<Locality> {
@@ -238,7 +243,7 @@ impl Runtime {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        crate::sched::spawn_at(&self.locality.sched, Location::caller(), future)
+        crate::sched::spawn_at(self.sched, &self.locality.sched, Location::caller(), future)
     }
 
     /// Spawns a task on this locality's scheduler, never inline: for the

@@ -37,16 +37,25 @@
 //! depth of `n` or more (within the nesting bound), as `join` does with
 //! its own depth: a fixed cutoff. [`Inlining::Never`] always queues.
 //!
-//! The decision reads three thread-locals, a site table from the
-//! thread's cache, an estimate and the threshold: a few ns, on the queued
-//! path too.
+//! The decision reads four thread-locals (whether this thread is an
+//! adaptive worker of this scheduler, whose id the `Runtime` keeps; where
+//! it is in the tree; the site's table from the thread's cache; whether it
+//! is the only worker), an estimate and the threshold, and counts the
+//! spawn down to the next one to time: a few ns, on the queued path too.
+//!
+//! What an inlined empty child costs (the `spawn` bench, 2026-11-26): 8.6
+//! to 9.1 ns, against 1.6 ns for the same children awaited as plain
+//! futures; about 100 instructions, most of them one or two for each step
+//! described here. Not the 5 ns over the baseline we aim at.
 //!
 //! # Running inline, and waiting
 //!
-//! The future is boxed (in a block of the thread's pool, `pooled.rs`: a
-//! few loads and stores where glibc's `malloc` and `free` took ~140
-//! instructions) and polled once, here, with a waker that does nothing
-//! (`Scheduler::poll_inline`). If it completes (or panics), the
+//! The future is boxed and polled once, here, with a waker that does
+//! nothing (`Scheduler::poll_inline`). The box is the block the thread
+//! keeps for inline runs at this level of nesting (`pooled::Slotted`): a
+//! load and two stores of a thread-local, where a block from the pool's
+//! list took a chain of loads and stores through the list (and glibc's
+//! `malloc` and `free` ~140 instructions). If it completes (or panics), the
 //! handle returned holds its output (or its panic, resumed where the
 //! handle is awaited, as for a task): no task, no queue, no atomic
 //! operation. If it waits (it returns `Pending` on that poll: it awaits a
@@ -56,12 +65,14 @@
 //! task. A child that waits is not worth inlining (its task is made
 //! anyway, and polled twice): a first poll that waits counts as a duration
 //! of [`WAITS_NS`], above any threshold, so the site is queued from then
-//! on at that depth, until a sample measures a poll that completes.
+//! on at that depth, until a sample measures a poll that completes. The
+//! block goes with the task, and the level gets a new one.
 //!
 //! Why not make the task first and run it here (`runnable.run()`): that
 //! keeps the allocation and the atomic state changes of a task and only
-//! saves the deque; boxing the future costs a block from the pool, and
-//! nothing else when the poll completes, which is what a short child does.
+//! saves the deque; boxing the future costs a block kept for the purpose,
+//! and nothing else when the poll completes, which is what a short child
+//! does.
 //! The box cannot be avoided: a future that was polled may not move, and
 //! one that waits must move into a task.
 //!
@@ -72,9 +83,11 @@
 //! parent): every time while a (site, depth) has no estimate, then one
 //! call in [`SAMPLE_EVERY`] per site on this thread, inline or queued (a
 //! queued task's first poll is timed where it runs and recorded in the
-//! spawning thread's table), so that a site whose children grew is
-//! queued again within a few calls, and one whose children shrank is
-//! inlined. The estimate follows the longest recent durations
+//! spawning thread's table), or one in [`SAMPLE_FAR_BELOW`] while the last
+//! estimate is below the threshold over [`FAR_BELOW`], so that a site
+//! whose children grew is queued again within a few calls, and one whose
+//! children shrank is inlined. A site counts its calls down to the next
+//! one to time (`Site::tick`). The estimate follows the longest recent durations
 //! (`sites.rs`, `Site::record`). Under `Depth` and `Never` nothing is
 //! timed.
 //!
@@ -85,7 +98,8 @@
 //! depth of spawns is the parent's plus one and its depth of `join`s 0.
 //! Its time counts as the parent task's (`/threads/time/*`), and it is
 //! counted as a task spawned and finished (`/threads/count/cumulative`)
-//! and in `/threads/count/inlined`.
+//! and in `/threads/count/inlined` when its worker next publishes its
+//! counts (`worker::count_inlined`).
 //!
 //! [`Runtime::spawn`]: crate::Runtime::spawn
 
@@ -97,11 +111,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::granularity::task_threshold_ns;
-use super::inlining::{Inlining, from_code, policy_code};
+use super::inlining::{Inlining, from_code};
 use super::join::JoinHandle;
-use super::scheduler::Scheduler;
+use super::scheduler::{Scheduler, SchedulerId};
 use super::sites::{self, AtDepth, Site};
-use super::worker::{parallel_slack, spawn_policy};
+use super::worker::{adaptive_worker_of, parallel_slack, spawn_policy};
 use crate::clock::clock;
 
 /// Inline runs of spawned children that may nest on one thread's stack;
@@ -111,6 +125,9 @@ use crate::clock::clock;
 /// 2 MiB stack.
 pub(crate) const INLINE_NESTING_MAX: u32 = 16;
 
+// Each level of inline runs has its block (`pooled::Slotted`).
+const _: () = assert!(INLINE_NESTING_MAX as usize == super::pooled::SLOTS);
+
 /// Once a (site, depth) is measured, one spawn in this many per site (per
 /// thread) has its first poll timed, inline or queued: two clock reads,
 /// about as much as an inlined empty child costs otherwise (at one in 8,
@@ -118,27 +135,71 @@ pub(crate) const INLINE_NESTING_MAX: u32 = 16;
 /// two; a guess, tune me.
 pub(crate) const SAMPLE_EVERY: u32 = 32;
 
+/// A site whose children take less than the threshold divided by this
+/// has its first polls timed one in [`SAMPLE_FAR_BELOW`], not one in
+/// [`SAMPLE_EVERY`]: its children would have to grow this many times over
+/// before they are worth a task. A guess, tune me.
+pub(crate) const FAR_BELOW: u64 = 8;
+
+/// Once a (site, depth) is measured far below the threshold, one spawn in
+/// this many per site (per thread) is timed. A power of two; at one in 32,
+/// timing was 1.5 of the 10 ns of an inlined empty child (the `spawn`
+/// bench). A guess, tune me.
+pub(crate) const SAMPLE_FAR_BELOW: u32 = 256;
+
 /// The duration recorded for a first poll that returned `Pending`: above
 /// any threshold, so that the site is queued.
 pub(crate) const WAITS_NS: u64 = u64::MAX / 4;
 
-/// The code of [`Inlining::Never`], checked first: the one policy that
-/// needs nothing else.
-const NEVER: u64 = policy_code(Inlining::Never);
-
-/// Where the code running on a thread is in the tree of spawns.
+/// Where the code running on a thread is in the tree of spawns: the
+/// depth of the running task (0 for a task spawned off the tree, from
+/// another thread or by the runtime itself), and the inline runs on this
+/// thread's stack, also those below a queued task polled inside one (a
+/// worker that waits for a forked closure runs other tasks meanwhile):
+/// the level of the next run's block (`pooled::Slotted`) and what
+/// [`INLINE_NESTING_MAX`] bounds. One word, the depth in its upper half,
+/// so that a child run inline is one addition away.
 #[derive(Debug, Clone, Copy)]
-struct Nesting {
-    /// Depth of the running task: 0 for a task spawned off the tree (from
-    /// another thread, or by the runtime itself).
-    depth: u32,
-    /// Inline runs on this thread's stack.
-    inline: u32,
+struct Nesting(u64);
+
+/// A child run inline: one deeper in the tree, one more run on the stack.
+const ONE_DEEPER: u64 = 1 << 32 | 1;
+
+/// The depth a task is given at most: far from the end of the half of
+/// [`Nesting`] that holds it, so that the inline runs nested below it
+/// (at most [`INLINE_NESTING_MAX`]) never overflow it.
+const DEPTH_MAX: u32 = u32::MAX / 2;
+
+impl Nesting {
+    /// The depth of the running task.
+    #[inline]
+    fn depth(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    /// Inline runs on the thread's stack.
+    #[inline]
+    fn inline(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// Where a child run inline from here runs.
+    #[inline]
+    fn child(self) -> Nesting {
+        Nesting(self.0 + ONE_DEEPER)
+    }
+
+    /// A task at `depth` (at most [`DEPTH_MAX`]) with the inline runs of
+    /// here on the stack below it.
+    #[inline]
+    fn at_depth(self, depth: u32) -> Nesting {
+        Nesting(u64::from(depth.min(DEPTH_MAX)) << 32 | u64::from(self.inline()))
+    }
 }
 
 thread_local! {
     /// Where the running task of this thread is in the tree of spawns.
-    static NESTING: Cell<Nesting> = const { Cell::new(Nesting { depth: 0, inline: 0 }) };
+    static NESTING: Cell<Nesting> = const { Cell::new(Nesting(0)) };
 }
 
 /// Sets the thread's [`Nesting`] until dropped (also when unwinding),
@@ -146,9 +207,21 @@ thread_local! {
 struct AtNesting(Nesting);
 
 impl AtNesting {
+    /// Sets the thread's nesting, `here` (read just before), to `child`
+    /// until dropped.
     #[inline]
-    fn enter(nesting: Nesting) -> AtNesting {
-        AtNesting(NESTING.replace(nesting))
+    fn enter_from(here: Nesting, child: Nesting) -> AtNesting {
+        NESTING.set(child);
+        AtNesting(here)
+    }
+
+    /// Enters a task at `depth` in the tree of spawns, with as many inline
+    /// runs on the stack as there are.
+    #[inline]
+    fn enter_depth(depth: u32) -> AtNesting {
+        let here = NESTING.get();
+        NESTING.set(here.at_depth(depth));
+        AtNesting(here)
     }
 }
 
@@ -159,10 +232,12 @@ impl Drop for AtNesting {
     }
 }
 
-/// Spawns `future` on `sched` from the call site `location`: runs its
-/// first poll here when the module's rules say so, else queues it.
+/// Spawns `future` on `sched`, whose id is `id`, from the call site
+/// `location`: runs its first poll here when the module's rules say so,
+/// else queues it.
 #[inline]
 pub(crate) fn spawn_at<F>(
+    id: SchedulerId,
     sched: &Arc<Scheduler>,
     location: &'static Location<'static>,
     future: F,
@@ -171,33 +246,48 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let policy = match spawn_policy(sched) {
-        Some(policy) if policy != NEVER => policy,
+    if !adaptive_worker_of(id) {
+        return spawn_otherwise(sched, future);
+    }
+    let here = NESTING.get();
+    let site = sites::site(location);
+    let expected = site.expected_ns(here.depth());
+    let threshold = task_threshold_ns();
+    let inline = expected != 0 && expected < threshold && parallel_slack();
+    let timed = expected == 0 || site.tick();
+    if inline && here.inline() < INLINE_NESTING_MAX {
+        return run_inline(sched, here, Some((site, timed)), future);
+    }
+    let first = timed.then_some((site, here.depth()));
+    sched.spawn(in_tree(here.depth().saturating_add(1), first, future))
+}
+
+/// Spawns `future` on `sched` where the adaptive policy does not apply:
+/// from a thread that is not one of its workers (queued), or under
+/// [`Inlining::Never`] (queued) or [`Inlining::Depth`] (inline at and
+/// below the cutoff). Out of line: the adaptive path is the one inlined.
+#[inline(never)]
+fn spawn_otherwise<F>(sched: &Arc<Scheduler>, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let cutoff = match spawn_policy(sched).map(from_code) {
+        Some(Inlining::Depth(cutoff)) => cutoff,
         _ => return sched.spawn(future),
     };
     let here = NESTING.get();
-    let (inline, learn) = match from_code(policy) {
-        Inlining::Never => unreachable!("queued above"),
-        Inlining::Depth(cutoff) => (here.depth >= cutoff, None),
-        Inlining::Adaptive => {
-            let site = sites::site(location);
-            let expected = site.expected_ns(here.depth);
-            let inline = expected != 0 && expected < task_threshold_ns() && parallel_slack();
-            let timed = expected == 0 || site.tick() % SAMPLE_EVERY == 0;
-            (inline, Some((site, timed)))
-        }
-    };
-    if inline && here.inline < INLINE_NESTING_MAX {
-        return run_inline(sched, here, learn, future);
+    if here.depth() >= cutoff && here.inline() < INLINE_NESTING_MAX {
+        return run_inline(sched, here, None, future);
     }
-    let first = learn.and_then(|(site, timed)| timed.then_some((site, here.depth)));
-    sched.spawn(in_tree(here.depth.saturating_add(1), first, future))
+    sched.spawn(in_tree(here.depth().saturating_add(1), None, future))
 }
 
 /// Runs `future`'s first poll here, as a child of the code at `here`;
 /// queues the rest if it waits. `learn`: the site to record the outcome
-/// in, and whether to time it.
-#[inline]
+/// in, and whether to time it. Always inlined: at the adaptive spawn's
+/// site it is most of what an inlined child costs.
+#[inline(always)]
 fn run_inline<F>(
     sched: &Arc<Scheduler>,
     here: Nesting,
@@ -208,30 +298,28 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let child = Nesting {
-        depth: here.depth.saturating_add(1),
-        inline: here.inline + 1,
-    };
+    let child = here.child();
     let start = match learn {
         Some((_, true)) => clock().raw(),
         _ => 0,
     };
     let polled = {
-        let _tree = AtNesting::enter(child);
-        // Its joins start from depth 0, as in a task of its own.
-        let _joins = AtDepth::enter(0);
-        sched.poll_inline(future)
+        let _tree = AtNesting::enter_from(here, child);
+        // Its joins start from depth 0, as in a task of its own (most
+        // spawns are made outside any join: no write then).
+        let _joins = (sites::depth() != 0).then(|| AtDepth::enter(0));
+        sched.poll_inline(future, here.inline())
     };
     if let (Some((site, true)), Ok(_)) = (learn, &polled) {
         let clock = clock();
-        site.record(here.depth, clock.delta_as_nanos(start, clock.raw()));
+        learned(site, here.depth(), clock.delta_as_nanos(start, clock.raw()));
     }
     match polled {
         Ok(done) => done,
         Err(rest) => queue_rest(
             sched,
-            child.depth,
-            learn.map(|(site, _)| (site, here.depth)),
+            child.depth(),
+            learn.map(|(site, _)| (site, here.depth())),
             rest,
         ),
     }
@@ -254,9 +342,22 @@ where
     F::Output: Send + 'static,
 {
     if let Some((site, at)) = site {
-        site.record(at, WAITS_NS);
+        learned(site, at, WAITS_NS);
     }
     sched.spawn(in_tree(depth, None, rest))
+}
+
+/// Records a first poll of `ns` at `site`, at `depth`, and when to time
+/// the next: one spawn in [`SAMPLE_FAR_BELOW`] when the site's children
+/// take less than the threshold over [`FAR_BELOW`], one in
+/// [`SAMPLE_EVERY`] otherwise.
+fn learned(site: &Site, depth: u32, ns: u64) {
+    site.record(depth, ns);
+    let far_below = site.expected_ns(depth) < task_threshold_ns() / FAR_BELOW;
+    site.rearm(match far_below {
+        true => SAMPLE_FAR_BELOW - 1,
+        false => SAMPLE_EVERY - 1,
+    });
 }
 
 pin_project_lite::pin_project! {
@@ -287,10 +388,7 @@ impl<F: Future> Future for InTree<F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let _tree = AtNesting::enter(Nesting {
-            depth: *this.depth,
-            inline: 0,
-        });
+        let _tree = AtNesting::enter_depth(*this.depth);
         let Some((site, at)) = this.first.take() else {
             return this.future.poll(cx);
         };
@@ -301,7 +399,34 @@ impl<F: Future> Future for InTree<F> {
             true => WAITS_NS,
             false => clock.delta_as_nanos(start, clock.raw()),
         };
-        site.record(at, ns);
+        learned(site, at, ns);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_is_one_deeper_with_one_more_run_and_a_task_keeps_the_runs() {
+        let here = Nesting(0).at_depth(7);
+        assert_eq!((here.depth(), here.inline()), (7, 0));
+        let child = here.child().child();
+        assert_eq!((child.depth(), child.inline()), (9, 2));
+        let task = child.at_depth(3);
+        assert_eq!((task.depth(), task.inline()), (3, 2), "runs below it stay");
+    }
+
+    #[test]
+    fn depths_stop_where_the_runs_below_cannot_overflow_them() {
+        let deepest = Nesting(0).at_depth(u32::MAX);
+        assert_eq!(deepest.depth(), DEPTH_MAX);
+        let mut child = deepest;
+        for _ in 0..INLINE_NESTING_MAX {
+            child = child.child();
+        }
+        assert_eq!(child.depth(), DEPTH_MAX + INLINE_NESTING_MAX);
+        assert_eq!(child.inline(), INLINE_NESTING_MAX);
     }
 }

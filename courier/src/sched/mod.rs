@@ -52,7 +52,7 @@ pub use inlining::Inlining;
 pub(crate) use inlining::{from_code, policy_code};
 pub use join::JoinHandle;
 pub(crate) use perf::{EVENTS as PERF_EVENTS, Perf};
-pub(crate) use scheduler::Scheduler;
+pub(crate) use scheduler::{Scheduler, SchedulerId};
 pub(crate) use sites::{AtDepth, count_fork, depth as join_depth, joins, sample_this_one, site};
 pub(crate) use stats::{StatsSnapshot, WorkerStats};
 pub(crate) use worker::{charge_network, fork_join, join_policy, label_poll, on_worker};

@@ -23,6 +23,14 @@
 //! nothing. A thread's lists are freed when it exits. Under loom every
 //! block comes from the global allocator.
 //!
+//! A block that is taken and given back at once, one inline run after
+//! another, still makes a chain of loads and stores through the list's
+//! head and length, each waiting for the one before. So each thread also
+//! keeps, per class, one block for each level of nested inline runs
+//! ([`SLOTS`]): a [`Slotted`] value claims its level's block and leaves
+//! it there when dropped, and only one that must outlive the run (a child
+//! that waits) takes the block out, as a [`Pooled`] box.
+//!
 //! One of the modules of the scheduler with `unsafe` code (with `fork.rs`
 //! and `task.rs`): a raw pointer to a block holds the value; the safety
 //! argument is next to each `unsafe` block, and the tests run under miri
@@ -33,6 +41,7 @@
 use std::alloc::{self, Layout};
 use std::cell::Cell;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::ptr::{self, NonNull};
@@ -91,6 +100,15 @@ fn block_layout(class: usize) -> Layout {
     Layout::from_size_align(CLASSES[class], ALIGN).expect("a valid block layout")
 }
 
+/// Levels of nested inline runs that have a block of their own in each
+/// class ([`Slotted`]); deeper runs take blocks from the lists. As deep as
+/// `rt.spawn` nests inline runs (`inline.rs` checks).
+pub(crate) const SLOTS: usize = 16;
+
+/// What a slot holds while its block holds a [`Slotted`] value: no block
+/// is at this address (blocks are 16-byte aligned).
+const IN_USE: *mut u8 = ptr::dangling_mut::<u8>();
+
 /// One thread's free blocks: per class, the first block of a list linked
 /// through each block's first word, and the list's length.
 #[cfg_attr(loom, allow(dead_code))]
@@ -141,6 +159,23 @@ impl Drop for Lists {
                 unsafe { alloc::dealloc(block.as_ptr(), block_layout(class)) };
             }
         }
+        // The slots' blocks go with the lists: a local without `Drop`
+        // (`SLOTS`) can still be read while the thread's locals are dropped.
+        let _ = SLOT_BLOCKS.try_with(|slots| {
+            for (class, slots) in slots.iter().enumerate() {
+                for slot in slots {
+                    // A slot `IN_USE` cannot be met here: a `Slotted` lives
+                    // in one call on its thread, which ends before the
+                    // thread's locals are dropped.
+                    let block = slot.replace(ptr::null_mut());
+                    if let Some(block) = NonNull::new(block).filter(|b| b.as_ptr() != IN_USE) {
+                        // SAFETY: a slot's block has its class's layout
+                        // (`claim`), and nothing holds it.
+                        unsafe { alloc::dealloc(block.as_ptr(), block_layout(class)) };
+                    }
+                }
+            }
+        });
     }
 }
 
@@ -151,6 +186,12 @@ thread_local! {
             lengths: [const { Cell::new(0) }; CLASSES.len()],
         }
     };
+    /// Per class and level, the block of the slot (null until first used,
+    /// or [`IN_USE`]): apart from `LISTS`, without `Drop`, so that a claim
+    /// reads it with no check of whether the thread's locals are alive.
+    /// `LISTS`'s drop frees the blocks.
+    static SLOT_BLOCKS: [[Cell<*mut u8>; SLOTS]; CLASSES.len()] =
+        const { [const { [const { Cell::new(ptr::null_mut()) }; SLOTS] }; CLASSES.len()] };
 }
 
 /// The class of the blocks of `T`s: a constant of each type.
@@ -235,6 +276,7 @@ impl<T> Unpin for Pooled<T> {}
 
 impl<T> Pooled<T> {
     /// Moves `value` into a block, pinned there: it never moves again.
+    #[cfg(test)]
     pub(crate) fn pin(value: T) -> Pin<Pooled<T>> {
         let value_ptr = alloc::<T>();
         // SAFETY: the block is fresh (or free), large and aligned enough
@@ -272,6 +314,156 @@ impl<T> Drop for Pooled<T> {
         unsafe { ptr::drop_in_place(self.value.as_ptr()) };
         // SAFETY: allocated by `alloc` in `pin`; the `T` is gone.
         unsafe { free(self.value) };
+    }
+}
+
+/// A `T` pinned in the block the calling thread keeps for one level of
+/// nested inline runs (see the module's docs): dropping it drops the `T`
+/// and leaves the block in its slot for the next run at that level;
+/// [`into_pooled`](Slotted::into_pooled) takes the block out of its slot
+/// when the `T` must live on. When the level's block is in use (a run
+/// nested at the same level), or the level is deeper than [`SLOTS`], or
+/// no class fits the `T`, the block comes from [`alloc`] and goes back to
+/// [`free`]. Not `Send`: its slot is the thread's.
+pub(crate) struct Slotted<T> {
+    value: NonNull<T>,
+    /// The slot the block came from (and goes back to), a cell of the
+    /// thread's `LISTS`; null when the block came from [`alloc`].
+    slot: *const Cell<*mut u8>,
+    /// Owns a `T` (for drop checking).
+    owns: PhantomData<T>,
+}
+
+// As for `Box<T>`: moving a `Slotted<T>` does not move its `T`.
+impl<T> Unpin for Slotted<T> {}
+
+impl<T> Slotted<T> {
+    /// Moves `value` into the block of the calling thread's slot at
+    /// `level` (of `T`'s class), to be [`pinned`](Slotted::pinned) there.
+    #[inline]
+    pub(crate) fn new(value: T, level: u32) -> Slotted<T> {
+        let (value_ptr, slot) = match claim::<T>(level as usize) {
+            Some((block, slot)) => (block, slot),
+            None => (alloc::<T>(), ptr::null()),
+        };
+        // SAFETY: the block is ours (claimed from its slot, or fresh from
+        // `alloc`), large and aligned enough for a `T`.
+        unsafe { value_ptr.as_ptr().write(value) };
+        Slotted {
+            value: value_ptr,
+            slot,
+            owns: PhantomData,
+        }
+    }
+
+    /// The value, pinned in its block.
+    #[inline]
+    pub(crate) fn pinned(self) -> Pin<Slotted<T>> {
+        // SAFETY: the `T` stays in its block until it is dropped: nothing
+        // moves it out of a pinned `Slotted` (`into_pooled` hands over the
+        // block, not the `T`).
+        unsafe { Pin::new_unchecked(self) }
+    }
+
+    /// The `T`, still in its block, as a box of its own: the block leaves
+    /// its slot (which gets a new one when next claimed).
+    pub(crate) fn into_pooled(this: Pin<Slotted<T>>) -> Pin<Pooled<T>> {
+        // SAFETY: the `T` does not move: the pointer to its block does.
+        let this = ManuallyDrop::new(unsafe { Pin::into_inner_unchecked(this) });
+        if !this.slot.is_null() {
+            // SAFETY: `slot` is a cell of the calling thread's `LISTS` (a
+            // `Slotted` never leaves its thread), alive while it runs.
+            unsafe { (*this.slot).set(ptr::null_mut()) };
+        }
+        let pooled = Pooled {
+            value: this.value,
+            owns: PhantomData,
+        };
+        // SAFETY: a block from a slot has `T`'s class's layout, as one
+        // from `alloc::<T>` has: `Pooled`'s drop frees it as its own. The
+        // `T` stays where it was pinned.
+        unsafe { Pin::new_unchecked(pooled) }
+    }
+}
+
+/// Claims the block of the calling thread's slot at `level` for a `T`,
+/// making it if the slot has none yet; `None` when the slot is in use,
+/// there is no such slot, or no class fits a `T`.
+#[inline]
+fn claim<T>(level: usize) -> Option<(NonNull<T>, *const Cell<*mut u8>)> {
+    #[cfg(loom)]
+    return None;
+    #[cfg(not(loom))]
+    {
+        let class = ClassOf::<T>::CLASS?;
+        if size_of::<T>() == 0 || level >= SLOTS {
+            return None;
+        }
+        let slot = SLOT_BLOCKS.with(|slots| ptr::from_ref(&slots[class][level]));
+        // SAFETY: a cell of the calling thread's `SLOT_BLOCKS`, alive while
+        // the thread runs.
+        let block = unsafe { (*slot).replace(IN_USE) };
+        if block == IN_USE {
+            return None;
+        }
+        let block = NonNull::new(block).unwrap_or_else(new_block::<T>);
+        Some((block.cast(), slot))
+    }
+}
+
+/// A block for a slot that has none yet: from the thread's list of the
+/// class of `T`s, else the global allocator.
+#[cold]
+fn new_block<T>() -> NonNull<u8> {
+    alloc::<T>().cast()
+}
+
+/// Gives a [`Slotted`]'s block back to its slot (or to [`free`]) when
+/// dropped: also when the `T`'s drop panics.
+struct GiveBack<T> {
+    block: NonNull<T>,
+    slot: *const Cell<*mut u8>,
+}
+
+impl<T> Drop for GiveBack<T> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.slot.is_null() {
+            // SAFETY: from `alloc::<T>` (`Slotted::new`); the `T` is gone.
+            unsafe { free(self.block) };
+        } else {
+            // SAFETY: as in `into_pooled`; the slot was claimed (`IN_USE`)
+            // for this block, which nothing else holds now.
+            unsafe { (*self.slot).set(self.block.as_ptr().cast()) };
+        }
+    }
+}
+
+impl<T> Deref for Slotted<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // SAFETY: the `T` is alive until `self` is dropped.
+        unsafe { self.value.as_ref() }
+    }
+}
+
+impl<T> DerefMut for Slotted<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as for `deref`; `&mut self` makes the borrow unique.
+        unsafe { self.value.as_mut() }
+    }
+}
+
+impl<T> Drop for Slotted<T> {
+    #[inline]
+    fn drop(&mut self) {
+        let _give_back = GiveBack {
+            block: self.value,
+            slot: self.slot,
+        };
+        // SAFETY: the `T` is alive and dropped once, here.
+        unsafe { ptr::drop_in_place(self.value.as_ptr()) };
     }
 }
 
@@ -352,6 +544,99 @@ mod tests {
             drop(boxes);
             assert_eq!(kept(0), keep(0));
             // This thread's lists are freed as it exits.
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// Where a `Slotted` value lives.
+    fn address<T>(value: &Slotted<T>) -> usize {
+        std::ptr::from_ref::<T>(value).addr()
+    }
+
+    #[test]
+    fn a_level_keeps_its_block_for_the_next_value_and_levels_have_their_own() {
+        let first = Slotted::new([1u64; 3], 3);
+        let at_3 = address(&first);
+        drop(first);
+        let again = Slotted::new([2u64; 3], 3);
+        assert_eq!(address(&again), at_3, "the same block at the same level");
+        assert_eq!(*again, [2; 3]);
+        let other = Slotted::new([3u64; 3], 4);
+        assert_ne!(address(&other), at_3, "another level, another block");
+    }
+
+    #[test]
+    fn a_value_nested_at_a_level_in_use_takes_a_block_of_its_own() {
+        let drops = Rc::new(());
+        let outer = Slotted::new((Rc::clone(&drops), 1u8), 5);
+        let at_5 = address(&outer);
+        let inner = Slotted::new((Rc::clone(&drops), 2u8), 5);
+        assert_ne!(address(&inner), at_5, "the level's block is in use");
+        assert_eq!((outer.1, inner.1), (1, 2));
+        drop(inner);
+        // The level's block was not the inner value's to give back.
+        let still_in_use = Slotted::new((Rc::clone(&drops), 3u8), 5);
+        assert_ne!(address(&still_in_use), at_5);
+        drop(still_in_use);
+        drop(outer);
+        assert_eq!(Rc::strong_count(&drops), 1, "each value dropped once");
+        assert_eq!(address(&Slotted::new(0u16, 5)), at_5, "given back");
+    }
+
+    #[test]
+    fn a_value_that_lives_on_takes_its_block_out_of_its_slot() {
+        let drops = Rc::new(());
+        let staying = Slotted::new((Rc::clone(&drops), 9u32), 6).pinned();
+        let at_6 = std::ptr::from_ref(&*staying).addr();
+        let boxed = Slotted::into_pooled(staying);
+        assert_eq!(std::ptr::from_ref(&*boxed).addr(), at_6, "it did not move");
+        let next = Slotted::new((Rc::clone(&drops), 10u32), 6);
+        assert_ne!(address(&next), at_6, "the slot has a new block");
+        assert_eq!((boxed.1, next.1), (9, 10));
+        drop((boxed, next));
+        assert_eq!(Rc::strong_count(&drops), 1);
+    }
+
+    #[test]
+    fn a_value_whose_drop_panics_gives_its_block_back() {
+        struct Bomb(#[allow(dead_code)] u64);
+        impl Drop for Bomb {
+            fn drop(&mut self) {
+                panic!("boom");
+            }
+        }
+        let bomb = Slotted::new(Bomb(1), 7);
+        let at_7 = address(&bomb);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(bomb)));
+        assert!(caught.is_err());
+        assert_eq!(
+            address(&Slotted::new(2u64, 7)),
+            at_7,
+            "the slot is not stuck"
+        );
+    }
+
+    #[test]
+    fn deep_large_and_zero_sized_values_take_other_blocks() {
+        let deep = Slotted::new(5u64, SLOTS as u32);
+        assert_eq!(*deep, 5);
+        let large = Slotted::new([7u8; 4096], 0);
+        assert!(large.iter().all(|&b| b == 7));
+        let unit = Slotted::new((), 0);
+        assert_eq!(*unit, ());
+        let boxed = Slotted::into_pooled(Slotted::new([8u8; 4096], 0).pinned());
+        assert_eq!(boxed[4095], 8);
+    }
+
+    #[test]
+    fn a_thread_frees_its_slots_blocks_when_it_exits() {
+        // Under miri, a block left behind is reported as a leak.
+        std::thread::spawn(|| {
+            for level in 0..3 {
+                drop(Slotted::new([level as u64; 2], level));
+                drop(Slotted::new([level as u64; 20], level));
+            }
         })
         .join()
         .unwrap();

@@ -46,7 +46,7 @@ impl SchedulerId {
     }
 
     /// The id as a number, for a thread-local slot.
-    pub(super) fn get(self) -> u64 {
+    pub(crate) fn get(self) -> u64 {
         self.0
     }
 }
@@ -161,6 +161,11 @@ impl Scheduler {
     /// The number of worker threads.
     pub(crate) fn workers(&self) -> usize {
         self.stealers.len()
+    }
+
+    /// This scheduler's id, which a worker thread keeps (`worker.rs`).
+    pub(crate) fn id(&self) -> SchedulerId {
+        self.id
     }
 
     /// Whether any queue holds a task, asked by the worker owning `mine`.

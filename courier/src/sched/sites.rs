@@ -61,8 +61,8 @@ pub(crate) struct Site {
     /// Per depth, an average of the second closure's duration in ns (0:
     /// not measured yet).
     expected_ns: [AtomicU64; DEPTHS],
-    /// Calls counted by [`tick`](Self::tick).
-    calls: AtomicU32,
+    /// Calls left before the next one to time ([`tick`](Self::tick)).
+    until_timed: AtomicU32,
 }
 
 impl Site {
@@ -87,14 +87,25 @@ impl Site {
         }
     }
 
-    /// Counts a call at this site and returns how many there were
-    /// before (wrapping), for sampling per site (`inline.rs`). Only the
-    /// thread whose table this is calls it: no read-modify-write.
+    /// Counts a call at this site; whether it is one to time, for
+    /// sampling per site (`inline.rs`): the first call after
+    /// [`rearm`](Self::rearm)`(n)` counted `n` before it, and every call
+    /// until the next `rearm`. Only the thread whose table this is calls
+    /// it: no read-modify-write; a load, a test and a store.
     #[inline]
-    pub(crate) fn tick(&self) -> u32 {
-        let calls = self.calls.load(Ordering::Relaxed);
-        self.calls.store(calls.wrapping_add(1), Ordering::Relaxed);
-        calls
+    pub(crate) fn tick(&self) -> bool {
+        let left = self.until_timed.load(Ordering::Relaxed);
+        if left == 0 {
+            return true;
+        }
+        self.until_timed.store(left - 1, Ordering::Relaxed);
+        false
+    }
+
+    /// Makes the `n + 1`-th [`tick`](Self::tick) from now the next one to
+    /// time.
+    pub(crate) fn rearm(&self, n: u32) {
+        self.until_timed.store(n, Ordering::Relaxed);
     }
 
     #[inline]
@@ -158,7 +169,7 @@ fn lookup(key: usize) -> &'static Site {
         *tables.borrow_mut().entry(key).or_insert_with(|| {
             Box::leak(Box::new(Site {
                 expected_ns: [const { AtomicU64::new(0) }; DEPTHS],
-                calls: AtomicU32::new(0),
+                until_timed: AtomicU32::new(0),
             }))
         })
     })
@@ -208,6 +219,21 @@ impl Drop for AtDepth {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_site_times_the_call_its_countdown_reaches_and_every_call_until_rearmed() {
+        let site = site(Location::caller());
+        assert!(site.tick(), "a new site's first call is timed");
+        assert!(site.tick(), "and the next, until rearmed");
+        site.rearm(2);
+        assert_eq!(
+            [site.tick(), site.tick(), site.tick()],
+            [false, false, true]
+        );
+        assert!(site.tick());
+        site.rearm(0);
+        assert!(site.tick());
+    }
 
     #[test]
     fn a_site_keeps_its_durations_per_depth_and_shares_the_last() {

@@ -17,7 +17,7 @@ use std::thread;
 use super::task::{self, Runnable};
 
 use super::join::JoinHandle;
-use super::pooled::Pooled;
+use super::pooled::{Pooled, Slotted};
 use super::scheduler::{Scheduler, SchedulerId};
 use super::worker::{self, Queue};
 
@@ -108,38 +108,39 @@ impl Scheduler {
     /// is not needed, since the task polls the future again at once. As
     /// for a queued task, a panic is caught and resumed where the handle
     /// is awaited. The future is boxed first, so that it need not move
-    /// after it was polled, should it wait: a block from the thread's pool
-    /// (`pooled.rs`), against a task's allocation and its atomic state
-    /// changes.
+    /// after it was polled, should it wait: in the block the thread keeps
+    /// for inline runs at `level` of nesting (`pooled.rs`), which it keeps
+    /// there when the future is done, against a task's allocation and its
+    /// atomic state changes.
     #[inline]
-    pub(crate) fn poll_inline<F>(&self, future: F) -> Result<JoinHandle<F::Output>, Pin<Pooled<F>>>
+    pub(crate) fn poll_inline<F>(
+        &self,
+        future: F,
+        level: u32,
+    ) -> Result<JoinHandle<F::Output>, Pin<Pooled<F>>>
     where
         F: Future,
         F::Output: Send + 'static,
     {
-        let mut future = Some(Pooled::pin(future));
+        let mut future = Slotted::new(future, level).pinned();
         let mut cx = Context::from_waker(Waker::noop());
-        let polled = panic::catch_unwind(AssertUnwindSafe(|| {
-            let pinned = future.as_mut().expect("not polled yet");
-            let out = pinned.as_mut().poll(&mut cx);
-            if out.is_ready() {
-                // Dropped here, as a task drops its future when it ends.
-                future = None;
-            }
-            out
-        }));
+        let polled = panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)));
         let out = match polled {
             Ok(Poll::Pending) => {
-                worker::count_inlined(self, false);
-                return Err(future.expect("a pending future is kept"));
+                worker::count_inlined(false);
+                return Err(Slotted::into_pooled(future));
             }
-            Ok(Poll::Ready(out)) => Ok(out),
+            // Dropped as a task drops its future when it ends: a panic in
+            // the drop is the task's.
+            Ok(Poll::Ready(out)) => {
+                panic::catch_unwind(AssertUnwindSafe(|| drop(future))).map(|()| out)
+            }
             Err(payload) => {
                 drop(future);
                 Err(payload)
             }
         };
-        worker::count_inlined(self, true);
+        worker::count_inlined(true);
         Ok(JoinHandle::done(out))
     }
 

@@ -102,8 +102,14 @@ impl PublishedStats {
     /// Counts a task spawned by the owning worker (only it calls this).
     #[inline]
     pub(crate) fn count_spawn(&self) {
-        let n = self.spawned.load(Ordering::Relaxed);
-        self.spawned.store(n + 1, Ordering::Release);
+        self.count_spawns(1);
+    }
+
+    /// Counts `n` tasks spawned by the owning worker (only it calls this).
+    #[inline]
+    pub(crate) fn count_spawns(&self, n: u64) {
+        let spawned = self.spawned.load(Ordering::Relaxed);
+        self.spawned.store(spawned + n, Ordering::Release);
     }
 
     /// The owning worker begins a poll at `start` (raw clock ticks).
