@@ -247,7 +247,10 @@ where
     F::Output: Send + 'static,
 {
     if !adaptive_worker_of(id) {
-        return spawn_otherwise(sched, future);
+        return match spawn_policy(sched).map(from_code) {
+            Some(Inlining::Depth(cutoff)) => spawn_below(sched, cutoff, future),
+            _ => sched.spawn(future),
+        };
     }
     let here = NESTING.get();
     let site = sites::site(location);
@@ -262,20 +265,15 @@ where
     sched.spawn(in_tree(here.depth().saturating_add(1), first, future))
 }
 
-/// Spawns `future` on `sched` where the adaptive policy does not apply:
-/// from a thread that is not one of its workers (queued), or under
-/// [`Inlining::Never`] (queued) or [`Inlining::Depth`] (inline at and
-/// below the cutoff). Out of line: the adaptive path is the one inlined.
+/// Spawns `future` on `sched` under [`Inlining::Depth`]`(cutoff)`: inline
+/// at and below the cutoff. Out of line: the adaptive path is the one
+/// inlined where `spawn` is called.
 #[inline(never)]
-fn spawn_otherwise<F>(sched: &Arc<Scheduler>, future: F) -> JoinHandle<F::Output>
+fn spawn_below<F>(sched: &Arc<Scheduler>, cutoff: u32, future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let cutoff = match spawn_policy(sched).map(from_code) {
-        Some(Inlining::Depth(cutoff)) => cutoff,
-        _ => return sched.spawn(future),
-    };
     let here = NESTING.get();
     if here.depth() >= cutoff && here.inline() < INLINE_NESTING_MAX {
         return run_inline(sched, here, None, future);
