@@ -257,7 +257,7 @@ where
     let expected = site.expected_ns(here.depth());
     let threshold = task_threshold_ns();
     let inline = expected != 0 && expected < threshold && parallel_slack();
-    let timed = expected == 0 || site.tick();
+    let timed = expected == 0 || site.tick(SAMPLE_EVERY - 1);
     if inline && here.inline() < INLINE_NESTING_MAX {
         return run_inline(sched, here, Some((site, timed)), future);
     }

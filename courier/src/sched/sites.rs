@@ -88,18 +88,17 @@ impl Site {
     }
 
     /// Counts a call at this site; whether it is one to time, for
-    /// sampling per site (`inline.rs`): the first call after
-    /// [`rearm`](Self::rearm)`(n)` counted `n` before it, and every call
-    /// until the next `rearm`. Only the thread whose table this is calls
-    /// it: no read-modify-write; a load, a test and a store.
+    /// sampling per site (`inline.rs`): the first call, then the one
+    /// `next` calls after each timed one, unless a
+    /// [`rearm`](Self::rearm) sets another. Only the thread whose table
+    /// this is calls it: no read-modify-write; a load, a test and a store.
     #[inline]
-    pub(crate) fn tick(&self) -> bool {
+    pub(crate) fn tick(&self, next: u32) -> bool {
         let left = self.until_timed.load(Ordering::Relaxed);
-        if left == 0 {
-            return true;
-        }
-        self.until_timed.store(left - 1, Ordering::Relaxed);
-        false
+        let timed = left == 0;
+        let left = if timed { next } else { left - 1 };
+        self.until_timed.store(left, Ordering::Relaxed);
+        timed
     }
 
     /// Makes the `n + 1`-th [`tick`](Self::tick) from now the next one to
@@ -221,18 +220,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_site_times_the_call_its_countdown_reaches_and_every_call_until_rearmed() {
+    fn a_site_times_one_call_in_so_many_or_the_one_it_is_rearmed_for() {
         let site = site(Location::caller());
-        assert!(site.tick(), "a new site's first call is timed");
-        assert!(site.tick(), "and the next, until rearmed");
-        site.rearm(2);
-        assert_eq!(
-            [site.tick(), site.tick(), site.tick()],
-            [false, false, true]
-        );
-        assert!(site.tick());
+        let ticks = |n| (0..n).map(|_| site.tick(2)).collect::<Vec<_>>();
+        assert_eq!(ticks(7), [true, false, false, true, false, false, true]);
+        site.rearm(4);
+        assert_eq!(ticks(6), [false, false, false, false, true, false]);
         site.rearm(0);
-        assert!(site.tick());
+        assert_eq!(ticks(2), [true, false]);
     }
 
     #[test]
