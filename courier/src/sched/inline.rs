@@ -43,10 +43,10 @@
 //! is the only worker), an estimate and the threshold, and counts the
 //! spawn down to the next one to time: a few ns, on the queued path too.
 //!
-//! What an inlined empty child costs (the `spawn` bench, 2026-11-26): 8.6
-//! to 9.1 ns, against 1.6 ns for the same children awaited as plain
-//! futures; about 100 instructions, most of them one or two for each step
-//! described here. Not the 5 ns over the baseline we aim at.
+//! What an inlined empty child costs (the `spawn` bench, BENCHMARKS.md,
+//! issue #16's ninth part): ~9.4 ns, against 1.8 ns for the same children
+//! awaited as plain futures; ~115 instructions with the await, a few for
+//! each step described here. Not the 5 ns over the baseline we aim at.
 //!
 //! # Running inline, and waiting
 //!
