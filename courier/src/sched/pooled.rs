@@ -324,11 +324,13 @@ impl<T> Drop for Pooled<T> {
 /// when the `T` must live on. When the level's block is in use (a run
 /// nested at the same level), or the level is deeper than [`SLOTS`], or
 /// no class fits the `T`, the block comes from [`alloc`] and goes back to
-/// [`free`]. Not `Send`: its slot is the thread's.
+/// [`free`]. Not `Send`: its slot is the thread's. It must not outlive
+/// the call that made it (kept in a static or a thread-local, it could be
+/// dropped after the thread's lists, and its block would leak).
 pub(crate) struct Slotted<T> {
     value: NonNull<T>,
     /// The slot the block came from (and goes back to), a cell of the
-    /// thread's `LISTS`; null when the block came from [`alloc`].
+    /// thread's `SLOT_BLOCKS`; null when the block came from [`alloc`].
     slot: *const Cell<*mut u8>,
     /// Owns a `T` (for drop checking).
     owns: PhantomData<T>,
@@ -371,8 +373,9 @@ impl<T> Slotted<T> {
         // SAFETY: the `T` does not move: the pointer to its block does.
         let this = ManuallyDrop::new(unsafe { Pin::into_inner_unchecked(this) });
         if !this.slot.is_null() {
-            // SAFETY: `slot` is a cell of the calling thread's `LISTS` (a
-            // `Slotted` never leaves its thread), alive while it runs.
+            // SAFETY: `slot` is a cell of the calling thread's
+            // `SLOT_BLOCKS` (a `Slotted` never leaves its thread), alive
+            // while it runs.
             unsafe { (*this.slot).set(ptr::null_mut()) };
         }
         let pooled = Pooled {
@@ -406,16 +409,34 @@ fn claim<T>(level: usize) -> Option<(NonNull<T>, *const Cell<*mut u8>)> {
         if block == IN_USE {
             return None;
         }
-        let block = NonNull::new(block).unwrap_or_else(new_block::<T>);
+        let block = match NonNull::new(block).or_else(|| new_block(class)) {
+            Some(block) => block,
+            None => {
+                // The thread's lists are gone (its locals are being
+                // dropped): no block may enter a slot now, as nothing
+                // would free it.
+                // SAFETY: as above.
+                unsafe { (*slot).set(ptr::null_mut()) };
+                return None;
+            }
+        };
         Some((block.cast(), slot))
     }
 }
 
-/// A block for a slot that has none yet: from the thread's list of the
-/// class of `T`s, else the global allocator.
+/// A block of `class` for a slot that has none yet: from the thread's
+/// list, else the global allocator; none once the thread's lists are
+/// dropped (their drop frees the slots' blocks).
 #[cold]
-fn new_block<T>() -> NonNull<u8> {
-    alloc::<T>().cast()
+#[cfg_attr(loom, allow(dead_code))]
+fn new_block(class: usize) -> Option<NonNull<u8>> {
+    let block = LISTS.try_with(|lists| lists.take(class)).ok()?;
+    Some(block.unwrap_or_else(|| {
+        let layout = block_layout(class);
+        // SAFETY: a class's layout has a non-zero size.
+        let block = unsafe { alloc::alloc(layout) };
+        NonNull::new(block).unwrap_or_else(|| alloc::handle_alloc_error(layout))
+    }))
 }
 
 /// Gives a [`Slotted`]'s block back to its slot (or to [`free`]) when
@@ -637,6 +658,74 @@ mod tests {
                 drop(Slotted::new([level as u64; 2], level));
                 drop(Slotted::new([level as u64; 20], level));
             }
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn claims_inside_a_drop_at_the_same_level_take_other_blocks() {
+        struct Nest(u64);
+        impl Drop for Nest {
+            fn drop(&mut self) {
+                // The outer value's block is still in use: these take others.
+                let a = Slotted::new([self.0; 2], 9);
+                let b = Slotted::into_pooled(Slotted::new([self.0; 3], 9).pinned());
+                assert_ne!(address(&a), std::ptr::from_ref(&*b).addr());
+                assert_eq!((a[1], b[2]), (self.0, self.0));
+                let caught = std::panic::catch_unwind(|| {
+                    let _c = Slotted::new([0u64; 2], 9);
+                    panic!("inner");
+                });
+                assert!(caught.is_err());
+            }
+        }
+        let outer = Slotted::new(Nest(4), 9);
+        let at_9 = address(&outer);
+        drop(outer);
+        assert_eq!(address(&Slotted::new([0u64; 2], 9)), at_9);
+    }
+
+    #[test]
+    fn blocks_taken_out_of_slots_are_freed_on_other_threads() {
+        let small: Vec<_> = (0..SLOTS as u32)
+            .map(|level| Slotted::into_pooled(Slotted::new([level as u8; 20], level).pinned()))
+            .collect();
+        let large: Vec<_> = (0..SLOTS as u32)
+            .map(|level| Slotted::into_pooled(Slotted::new([u64::from(level); 60], level).pinned()))
+            .collect();
+        std::thread::spawn(move || {
+            // This thread's list of the small ones' class is full: they
+            // are freed; the large ones are kept, and freed as it exits.
+            drop(
+                (0..keep(0))
+                    .map(|i| Pooled::pin(i as u64))
+                    .collect::<Vec<_>>(),
+            );
+            assert!(small.iter().enumerate().all(|(i, b)| b[19] == i as u8));
+            drop(small);
+            assert_eq!(large[SLOTS - 1][59], SLOTS as u64 - 1);
+            drop(large);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_value_made_in_a_destructor_after_the_lists_leaks_no_block() {
+        // Under miri, a block left in a slot is reported as a leak.
+        struct UsesSlot;
+        impl Drop for UsesSlot {
+            fn drop(&mut self) {
+                drop(Slotted::new([1u64; 2], 0));
+            }
+        }
+        thread_local!(static LATE: UsesSlot = const { UsesSlot });
+        std::thread::spawn(|| {
+            // LATE's destructor registered first, LISTS's second: the
+            // lists are dropped first.
+            LATE.with(|_| ());
+            drop(Slotted::new([0u64; 2], 1));
         })
         .join()
         .unwrap();
