@@ -160,7 +160,7 @@ impl Drop for Lists {
             }
         }
         // The slots' blocks go with the lists: a local without `Drop`
-        // (`SLOTS`) can still be read while the thread's locals are dropped.
+        // (`SLOT_BLOCKS`) can still be read while the thread's locals are dropped.
         let _ = SLOT_BLOCKS.try_with(|slots| {
             for (class, slots) in slots.iter().enumerate() {
                 for slot in slots {

@@ -311,12 +311,7 @@ pub(super) fn run(sched: Arc<Scheduler>, index: usize, queue: TaskDeque, offers:
     if policy == super::inlining::policy_code(super::Inlining::Adaptive) {
         ADAPTIVE_FOR.set(sched.id.get());
     }
-    JOIN_POLICY.set(
-        sched
-            .join_policy
-            .load(std::sync::atomic::Ordering::Relaxed)
-            .saturating_add(1),
-    );
+    JOIN_POLICY.set(policy.saturating_add(1));
     let mut worker = WorkerLoop {
         sched: &sched,
         index,
