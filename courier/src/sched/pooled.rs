@@ -346,7 +346,7 @@ impl<T> Slotted<T> {
     pub(crate) fn new(value: T, level: u32) -> Slotted<T> {
         let (value_ptr, slot) = match claim::<T>(level as usize) {
             Some((block, slot)) => (block, slot),
-            None => (alloc::<T>(), ptr::null()),
+            None => (alloc_elsewhere::<T>(), ptr::null()),
         };
         // SAFETY: the block is ours (claimed from its slot, or fresh from
         // `alloc`), large and aligned enough for a `T`.
@@ -428,6 +428,27 @@ fn claim<T>(level: usize) -> Option<(NonNull<T>, *const Cell<*mut u8>)> {
     }
 }
 
+/// [`alloc`], out of line: the block of a [`Slotted`] whose slot is in
+/// use or missing, a rare case kept out of the inline run's code.
+#[cold]
+#[inline(never)]
+fn alloc_elsewhere<T>() -> NonNull<T> {
+    alloc::<T>()
+}
+
+/// [`free`], out of line, for the rare block of a [`Slotted`] that came
+/// from [`alloc_elsewhere`].
+///
+/// # Safety
+///
+/// As for [`free`].
+#[cold]
+#[inline(never)]
+unsafe fn free_elsewhere<T>(block: NonNull<T>) {
+    // SAFETY: the caller's word.
+    unsafe { free(block) }
+}
+
 /// A block of `class` for a slot that has none yet: from the thread's
 /// list, else the global allocator; none once the thread's lists are
 /// dropped (their drop frees the slots' blocks).
@@ -455,7 +476,7 @@ impl<T> Drop for GiveBack<T> {
     fn drop(&mut self) {
         if self.slot.is_null() {
             // SAFETY: from `alloc::<T>` (`Slotted::new`); the `T` is gone.
-            unsafe { free(self.block) };
+            unsafe { free_elsewhere(self.block) };
         } else {
             // SAFETY: as in `into_pooled`; the slot was claimed (`IN_USE`)
             // for this block, which nothing else holds now.
