@@ -37,11 +37,14 @@
 //! depth of `n` or more (within the nesting bound), as `join` does with
 //! its own depth: a fixed cutoff. [`Inlining::Never`] always queues.
 //!
-//! The decision reads four thread-locals (whether this thread is an
-//! adaptive worker of this scheduler, whose id the `Runtime` keeps; where
-//! it is in the tree; the site's table from the thread's cache; whether it
-//! is the only worker), an estimate and the threshold, and counts the
-//! spawn down to the next one to time: a few ns, on the queued path too.
+//! Where the child runs inline, the decision reads four thread-locals
+//! (whether this thread is an adaptive worker of this scheduler, whose id
+//! the `Runtime` keeps; where it is in the tree; the site's table from
+//! the thread's cache; whether it is the only worker) and takes one of
+//! the spawns that the site's last sample at this depth let run inline
+//! without a look (`Site::take_inline`): the estimate and the threshold
+//! are compared once per sample, when none is left, in `spawn_looked`,
+//! which is also the path of every queued spawn.
 //!
 //! What an inlined empty child costs (the `spawn` bench, BENCHMARKS.md,
 //! issue #16's ninth part): ~9.4 ns, against 1.8 ns for the same children
@@ -80,16 +83,17 @@
 //!
 //! What is measured is the duration of a child's first poll (all of it
 //! when it completes at once, which is what running it inline costs the
-//! parent): every time while a (site, depth) has no estimate, then one
-//! call in [`SAMPLE_EVERY`] per site on this thread, inline or queued (a
-//! queued task's first poll is timed where it runs and recorded in the
-//! spawning thread's table), or one in [`SAMPLE_FAR_BELOW`] while the last
-//! estimate is below the threshold over [`FAR_BELOW`], so that a site
-//! whose children grew is queued again within a few calls, and one whose
-//! children shrank is inlined. A site counts its calls down to the next
-//! one to time (`Site::tick`). The estimate follows the longest recent durations
-//! (`sites.rs`, `Site::record`). Under `Depth` and `Never` nothing is
-//! timed.
+//! parent): every time while a (site, depth) has no estimate; then, of the
+//! children run inline, one in [`SAMPLE_EVERY`] per (site, depth) on this
+//! thread, or one in [`SAMPLE_FAR_BELOW`] while the last estimate is below
+//! the threshold over [`FAR_BELOW`] (each sample lets that many less one
+//! run inline untimed, `Site::allow_inline`); of the queued ones, one in
+//! [`SAMPLE_EVERY`] per site (`Site::tick`; a queued task's first poll is
+//! timed where it runs and recorded in the spawning thread's table). So a
+//! site whose children grew is queued again within a few calls, and one
+//! whose children shrank is inlined. The estimate follows the longest
+//! recent durations (`sites.rs`, `Site::record`). Under `Depth` and
+//! `Never` nothing is timed.
 //!
 //! # What the child sees
 //!
@@ -128,8 +132,9 @@ pub(crate) const INLINE_NESTING_MAX: u32 = 16;
 // Each level of inline runs has its block (`pooled::Slotted`).
 const _: () = assert!(INLINE_NESTING_MAX as usize == super::pooled::SLOTS);
 
-/// Once a (site, depth) is measured, one spawn in this many per site (per
-/// thread) has its first poll timed, inline or queued: two clock reads,
+/// Once a (site, depth) is measured, one spawn in this many (per thread)
+/// has its first poll timed: of those run inline, per (site, depth), of
+/// those queued, per site. Two clock reads,
 /// about as much as an inlined empty child costs otherwise (at one in 8,
 /// perf put 15 % of the inlined spawn bench in the clock). A power of
 /// two; a guess, tune me.
@@ -142,7 +147,7 @@ pub(crate) const SAMPLE_EVERY: u32 = 32;
 pub(crate) const FAR_BELOW: u64 = 8;
 
 /// Once a (site, depth) is measured far below the threshold, one spawn in
-/// this many per site (per thread) is timed. A power of two; at one in 32,
+/// this many run inline there (per thread) is timed. A power of two; at one in 32,
 /// timing was 1.5 of the 10 ns of an inlined empty child (the `spawn`
 /// bench). A guess, tune me.
 pub(crate) const SAMPLE_FAR_BELOW: u32 = 256;
@@ -254,13 +259,35 @@ where
     }
     let here = NESTING.get();
     let site = sites::site(location);
-    let expected = site.expected_ns(here.depth());
-    let threshold = task_threshold_ns();
-    let inline = expected != 0 && expected < threshold && parallel_slack();
-    let timed = expected == 0 || site.tick(SAMPLE_EVERY - 1);
-    if inline && here.inline() < INLINE_NESTING_MAX {
-        return run_inline(sched, here, Some((site, timed)), future);
+    if here.inline() < INLINE_NESTING_MAX && parallel_slack() && site.take_inline(here.depth()) {
+        return run_inline(sched, here, Some((site, false)), future);
     }
+    spawn_looked(sched, here, site, future)
+}
+
+/// Spawns `future` from `here` at `site` once no spawn is left that may
+/// run inline untimed ([`Site::take_inline`]): runs it inline, timed (the
+/// site's next sample), if its estimate is below the threshold, else
+/// queues it (timed one in [`SAMPLE_EVERY`]). Out of line: the rare path
+/// of a site whose children run inline, and the queued path, which costs
+/// ~45 ns anyway.
+#[inline(never)]
+fn spawn_looked<F>(
+    sched: &Arc<Scheduler>,
+    here: Nesting,
+    site: &'static Site,
+    future: F,
+) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let expected = site.expected_ns(here.depth());
+    let inline = expected != 0 && expected < task_threshold_ns();
+    if inline && here.inline() < INLINE_NESTING_MAX && parallel_slack() {
+        return run_inline(sched, here, Some((site, true)), future);
+    }
+    let timed = expected == 0 || site.tick(SAMPLE_EVERY - 1);
     let first = timed.then_some((site, here.depth()));
     sched.spawn(in_tree(here.depth().saturating_add(1), first, future))
 }
@@ -348,14 +375,18 @@ where
 /// Records a first poll of `ns` at `site`, at `depth`, and when to time
 /// the next: one spawn in [`SAMPLE_FAR_BELOW`] when the site's children
 /// take less than the threshold over [`FAR_BELOW`], one in
-/// [`SAMPLE_EVERY`] otherwise.
+/// [`SAMPLE_EVERY`] otherwise; lets the spawns until then run inline
+/// without a look when the estimate is below the threshold.
 fn learned(site: &Site, depth: u32, ns: u64) {
     site.record(depth, ns);
-    let far_below = site.expected_ns(depth) < task_threshold_ns() / FAR_BELOW;
-    site.rearm(match far_below {
-        true => SAMPLE_FAR_BELOW - 1,
-        false => SAMPLE_EVERY - 1,
-    });
+    let expected = site.expected_ns(depth);
+    let threshold = task_threshold_ns();
+    let every = match expected < threshold / FAR_BELOW {
+        true => SAMPLE_FAR_BELOW,
+        false => SAMPLE_EVERY,
+    };
+    site.rearm(every - 1);
+    site.allow_inline(depth, if expected < threshold { every - 1 } else { 0 });
 }
 
 pin_project_lite::pin_project! {

@@ -61,6 +61,9 @@ pub(crate) struct Site {
     /// Per depth, an average of the second closure's duration in ns (0:
     /// not measured yet).
     expected_ns: [AtomicU64; DEPTHS],
+    /// Per depth, spawns left that may run inline without a look at the
+    /// estimate ([`take_inline`](Self::take_inline)).
+    inline_left: [AtomicU32; DEPTHS],
     /// Calls left before the next one to time ([`tick`](Self::tick)).
     until_timed: AtomicU32,
 }
@@ -99,6 +102,30 @@ impl Site {
         let left = if timed { next } else { left - 1 };
         self.until_timed.store(left, Ordering::Relaxed);
         timed
+    }
+
+    /// Takes one of the spawns at `depth` that may run inline without a
+    /// look at the estimate, if one is left ([`allow_inline`]): a load, a
+    /// test and a store, where the estimate, the threshold and the
+    /// countdown to the next timed call took three loads more and a
+    /// comparison.
+    ///
+    /// [`allow_inline`]: Self::allow_inline
+    #[inline]
+    pub(crate) fn take_inline(&self, depth: u32) -> bool {
+        let left = &self.inline_left[(depth as usize).min(DEPTHS - 1)];
+        let n = left.load(Ordering::Relaxed);
+        if n == 0 {
+            return false;
+        }
+        left.store(n - 1, Ordering::Relaxed);
+        true
+    }
+
+    /// Lets the next `n` spawns at `depth` run inline without a look at
+    /// the estimate ([`take_inline`](Self::take_inline)); 0: none.
+    pub(crate) fn allow_inline(&self, depth: u32, n: u32) {
+        self.inline_left[(depth as usize).min(DEPTHS - 1)].store(n, Ordering::Relaxed);
     }
 
     /// Makes the `n + 1`-th [`tick`](Self::tick) from now the next one to
@@ -168,6 +195,7 @@ fn lookup(key: usize) -> &'static Site {
         *tables.borrow_mut().entry(key).or_insert_with(|| {
             Box::leak(Box::new(Site {
                 expected_ns: [const { AtomicU64::new(0) }; DEPTHS],
+                inline_left: [const { AtomicU32::new(0) }; DEPTHS],
                 until_timed: AtomicU32::new(0),
             }))
         })
@@ -228,6 +256,24 @@ mod tests {
         assert_eq!(ticks(6), [false, false, false, false, true, false]);
         site.rearm(0);
         assert_eq!(ticks(2), [true, false]);
+    }
+
+    #[test]
+    fn a_site_lets_so_many_spawns_inline_per_depth() {
+        let site = site(Location::caller());
+        assert!(!site.take_inline(2), "none allowed yet");
+        site.allow_inline(2, 2);
+        assert!(!site.take_inline(3), "per depth");
+        assert_eq!([site.take_inline(2), site.take_inline(2)], [true, true]);
+        assert!(!site.take_inline(2), "two taken");
+        site.allow_inline(DEPTHS as u32 + 3, 1);
+        assert!(
+            site.take_inline(DEPTHS as u32 - 1),
+            "deeper ones share the last"
+        );
+        site.allow_inline(5, 4);
+        site.allow_inline(5, 0);
+        assert!(!site.take_inline(5), "withdrawn");
     }
 
     #[test]
