@@ -127,8 +127,13 @@ impl Scheduler {
         F: Future,
         F::Output: Send + 'static,
     {
-        let mut future = Slotted::new(future, level).pinned();
+        // The context first: its stores made after the future's would
+        // stand between the future's and the poll's first load of its
+        // state, which the compiler then reads back from the block (a
+        // load and a jump through a table, where the state it was just
+        // given is known: ~0.6 ns of the `spawn` bench's inlined child).
         let mut cx = Context::from_waker(Waker::noop());
+        let mut future = Slotted::new(future, level).pinned();
         let polled = panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)));
         let out = match polled {
             Ok(Poll::Pending) => return Err(waited(future)),
