@@ -43,8 +43,8 @@
 //! the thread's cache; whether it is the only worker) and takes one of
 //! the spawns that the site's last sample at this depth let run inline
 //! without a look (`Site::take_inline`): the estimate and the threshold
-//! are compared once per sample, when none is left, in `spawn_looked`,
-//! which is also the path of every queued spawn.
+//! are compared when none is left: for the next sample, run out of line
+//! (`run_sampled`), and on the path of every queued spawn.
 //!
 //! What an inlined empty child costs (the `spawn` bench, BENCHMARKS.md,
 //! issue #16's ninth part): ~9.4 ns, against 1.8 ns for the same children
@@ -267,17 +267,22 @@ where
     if here.inline() < INLINE_NESTING_MAX && parallel_slack() && site.take_inline(here.depth()) {
         return run_inline(sched, here, Some((site, false)), future);
     }
-    spawn_looked(sched, here, site, future)
+    let expected = site.expected_ns(here.depth());
+    let inline = expected != 0 && expected < task_threshold_ns();
+    if inline && here.inline() < INLINE_NESTING_MAX && parallel_slack() {
+        return run_sampled(sched, here, site, future);
+    }
+    let timed = expected == 0 || site.tick(SAMPLE_EVERY - 1);
+    let first = timed.then_some((site, here.depth()));
+    sched.spawn(in_tree(here.depth().saturating_add(1), first, future))
 }
 
-/// Spawns `future` from `here` at `site` once no spawn is left that may
-/// run inline untimed ([`Site::take_inline`]): runs it inline, timed (the
-/// site's next sample), if its estimate is below the threshold, else
-/// queues it (timed one in [`SAMPLE_EVERY`]). Out of line: the rare path
-/// of a site whose children run inline, and the queued path, which costs
-/// ~45 ns anyway.
+/// Runs `future` inline from `here`, timed: the next sample of `site`
+/// once no spawn is left that may run inline untimed
+/// ([`Site::take_inline`]). Out of line: one spawn in [`SAMPLE_EVERY`]
+/// (or [`SAMPLE_FAR_BELOW`]) of those run inline.
 #[inline(never)]
-fn spawn_looked<F>(
+fn run_sampled<F>(
     sched: &Arc<Scheduler>,
     here: Nesting,
     site: &'static Site,
@@ -287,14 +292,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let expected = site.expected_ns(here.depth());
-    let inline = expected != 0 && expected < task_threshold_ns();
-    if inline && here.inline() < INLINE_NESTING_MAX && parallel_slack() {
-        return run_inline(sched, here, Some((site, true)), future);
-    }
-    let timed = expected == 0 || site.tick(SAMPLE_EVERY - 1);
-    let first = timed.then_some((site, here.depth()));
-    sched.spawn(in_tree(here.depth().saturating_add(1), first, future))
+    run_inline(sched, here, Some((site, true)), future)
 }
 
 /// Spawns `future` on `sched` under [`Inlining::Depth`]`(cutoff)`: inline
