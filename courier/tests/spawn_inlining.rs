@@ -1,6 +1,7 @@
 //! `Runtime::spawn` and dynamic inlining (issue #16): results are the
 //! same whatever the inlining decides, a measured short site runs inline
-//! and a long one never does, `Inlining::Never` never inlines, a child
+//! and a long one never does, a site whose children grew is queued again
+//! by its next sample, `Inlining::Never` never inlines, a child
 //! that waits on its first poll still completes, a panic comes back where
 //! the handle is awaited, and deep nesting stays within its bound.
 //!
@@ -226,6 +227,59 @@ fn a_long_site_is_never_inlined() {
         })
     });
     assert_eq!(queued, 5, "a long child ran inline");
+}
+
+/// Spawns the child of this one site, which spins for `spin`.
+fn sized_child(rt: &Runtime, spin: Duration) -> JoinHandle<u64> {
+    rt.spawn(async move {
+        common::spin(spin);
+        1u64
+    })
+}
+
+#[test]
+fn a_site_whose_children_grew_is_queued_again_by_its_next_sample() {
+    // The most spawns a site measured far below the threshold runs
+    // inline between two samples (`SAMPLE_FAR_BELOW` in `inline.rs`).
+    const BETWEEN_SAMPLES: u64 = 256;
+    let (short_inline, long_inline, last_queued) = run(1, Inlining::Adaptive, |rt| {
+        Box::pin(async move {
+            let mut set = rt.counters([
+                "/par{locality#0/total}/time/task-overhead",
+                "/par{locality#0/total}/parameter/lambda-min",
+            ])?;
+            let values = set.evaluate(false).await?;
+            let threshold_ns = values[0].value * values[1].value;
+            let long =
+                Duration::from_nanos((4.0 * threshold_ns) as u64).max(Duration::from_millis(1));
+            let mut short_inline = 0;
+            for _ in 0..2 * BETWEEN_SAMPLES {
+                let child = sized_child(&rt, Duration::ZERO);
+                short_inline += u64::from(child.is_finished());
+                assert_eq!(child.await, 1);
+            }
+            let (mut long_inline, mut last_queued) = (0, 0);
+            for i in 0..BETWEEN_SAMPLES + 8 {
+                let child = sized_child(&rt, long);
+                let inline = child.is_finished();
+                long_inline += u64::from(inline);
+                if i >= BETWEEN_SAMPLES + 3 {
+                    last_queued += u64::from(!inline);
+                }
+                assert_eq!(child.await, 1);
+            }
+            Ok((short_inline, long_inline, last_queued))
+        })
+    });
+    assert!(
+        short_inline > BETWEEN_SAMPLES,
+        "{short_inline} short children ran inline"
+    );
+    assert!(
+        long_inline <= BETWEEN_SAMPLES,
+        "{long_inline} long children ran inline, more than between two samples"
+    );
+    assert_eq!(last_queued, 5, "the last long children ran inline");
 }
 
 /// Spawns the child of this one site: it returns 1 at once, or (given a
