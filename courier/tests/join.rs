@@ -160,6 +160,49 @@ fn adaptive_inlining_forks_costly_children_and_inlines_cheap_ones() {
 }
 
 #[test]
+fn deep_joins_that_grew_costly_fork_again_once_sampled() {
+    let _serial = SERIAL.lock();
+    // One worker: it runs every join, so its tables see every change (with
+    // two, a worker that runs few of the costly joins at a depth spends
+    // the untimed calls it was given on them over more runs).
+    let config = common::inproc(1).workers(1).inlining(Inlining::Adaptive);
+    let runs: Vec<u64> = courier::launch(config, |rt| async move {
+        // Read with `.await`: the one worker must be free to answer.
+        let mut set = rt.counters([
+            "/par{locality#0/total}/time/task-overhead",
+            "/par{locality#0/total}/parameter/lambda-min",
+            "/par{locality#0/total}/count/forks",
+        ])?;
+        let values = set.evaluate(false).await?;
+        let threshold = Duration::from_nanos((values[0].value * values[1].value) as u64);
+        // Cheap leaves, learned: the deep joins (depths 3 to 5) then run
+        // inline without a look until their next sample (7, 15 and 31 of
+        // them).
+        for _ in 0..3 {
+            tree(6, &|| {});
+        }
+        // The same joins, now costly: each one's next sample finds it so
+        // and lets none run untimed after it, so they fork from then on.
+        let leaf = threshold * 2;
+        let mut runs = Vec::new();
+        while runs.last() != Some(&63) && runs.len() < 4 {
+            let before = set.evaluate(false).await?[2].value;
+            tree(6, &|| common::spin(leaf));
+            runs.push((set.evaluate(false).await?[2].value - before) as u64);
+        }
+        Ok::<_, BoxError>(runs)
+    })
+    .expect("the job");
+    // The first costly run spends what is left of the untimed calls (at
+    // most 7, 15 and 31 at depths 3 to 5, fewer than the joins there);
+    // its samples find them costly.
+    assert!(
+        runs.len() <= 2 && runs.last() == Some(&63),
+        "all 63 joins of costly children fork from the second run on: {runs:?}"
+    );
+}
+
+#[test]
 fn a_panic_in_either_closure_reaches_the_caller_and_the_workers_go_on() {
     let _serial = SERIAL.lock();
     for inlining in [Inlining::Never, Inlining::Depth(0)] {

@@ -4,7 +4,10 @@
 use std::panic::Location;
 
 use crate::clock::timed;
-use crate::sched::{AtDepth, Inlining, count_fork, from_code, join_depth, sample_this_one, site};
+use crate::sched::{
+    AtDepth, Inlining, count_fork, count_inlined, from_code, join_depth, sample_this_one, site,
+    untimed_after_sample,
+};
 
 /// Runs `a` and `b` and returns both results, `b` possibly on another
 /// worker of this locality.
@@ -75,13 +78,30 @@ where
     };
     let site = site(location);
     let depth = join_depth();
+    let _inside = AtDepth::enter(depth + 1);
+    let adaptive = from_code(policy) == Inlining::Adaptive;
+    // Adaptive: one of the calls the site's last timed one let run
+    // inline untimed.
+    if adaptive && site.take_inline(depth) {
+        count_inlined();
+        let ra = a();
+        return (ra, b());
+    }
     let expected = site.expected_ns(depth);
+    let threshold = crate::sched::task_threshold_ns();
     let fork = match from_code(policy) {
-        Inlining::Adaptive => expected == 0 || expected >= crate::sched::task_threshold_ns(),
+        Inlining::Adaptive => expected == 0 || expected >= threshold,
         Inlining::Never => true,
         Inlining::Depth(cutoff) => depth < cutoff,
     };
-    let _inside = AtDepth::enter(depth + 1);
+    // After a timed call, the next ones until the next sample run inline
+    // without a look, if the estimate is below the threshold.
+    let learned = |ns| {
+        site.record(depth, ns);
+        if adaptive && site.expected_ns(depth) < threshold {
+            site.allow_inline(depth, untimed_after_sample(depth));
+        }
+    };
     if fork {
         count_fork();
         let (ra, (rb, ns)) = crate::sched::fork_join(a, move || {
@@ -91,13 +111,21 @@ where
         });
         // Learnt in the caller's tables, wherever `b` ran: each thread
         // writes its own.
-        site.record(depth, ns);
+        learned(ns);
         return (ra, rb);
     }
     let ra = a();
-    if expected == 0 || sample_this_one(depth) {
+    // Adaptive, a call that finds no untimed one left is the sample.
+    let sample = match adaptive {
+        true => {
+            count_inlined();
+            true
+        }
+        false => sample_this_one(depth),
+    };
+    if expected == 0 || sample {
         let (rb, ns) = timed(b);
-        site.record(depth, ns);
+        learned(ns);
         return (ra, rb);
     }
     (ra, b())

@@ -53,7 +53,10 @@ pub(crate) use inlining::{from_code, policy_code};
 pub use join::JoinHandle;
 pub(crate) use perf::{EVENTS as PERF_EVENTS, Perf};
 pub(crate) use scheduler::{Scheduler, SchedulerId};
-pub(crate) use sites::{AtDepth, count_fork, depth as join_depth, joins, sample_this_one, site};
+pub(crate) use sites::{
+    AtDepth, count_fork, count_inlined, depth as join_depth, joins, sample_this_one, site,
+    untimed_after_sample,
+};
 pub(crate) use stats::{StatsSnapshot, WorkerStats};
 pub(crate) use worker::{charge_network, fork_join, join_policy, label_poll, on_worker};
 pub use yield_now::{YieldNow, yield_now};

@@ -15,7 +15,11 @@
 //! A duration is measured on every fork, on the first call at a (site,
 //! depth), and then on some inlined calls (a clock read costs as much as
 //! an inlined call): all at the top depths, fewer deeper (see
-//! [`sample_this_one`]). An estimate follows the longest recent durations
+//! [`sample_this_one`]; under the adaptive policy, a timed call whose
+//! estimate is below the threshold lets the calls until the next sample
+//! at its depth run inline without a look at the estimate,
+//! [`Site::take_inline`], [`untimed_after_sample`]: ~15 % of fib(30) on
+//! two workers). An estimate follows the longest recent durations
 //! (see [`Site::record`]): inlining a child that has grown (the same sort
 //! called on a larger array) costs parallelism, forking one that shrank
 //! costs a task. The table of a site is made on
@@ -208,6 +212,28 @@ pub(crate) fn depth() -> u32 {
     DEPTH.get()
 }
 
+/// Counts an inlined call (`/par/count/inlined`).
+#[inline]
+pub(crate) fn count_inlined() -> u32 {
+    let tick = TICK.get().wrapping_add(1);
+    TICK.set(tick);
+    if tick % COUNT_EVERY == 0 {
+        INLINED.fetch_add(u64::from(COUNT_EVERY), Ordering::Relaxed);
+    }
+    tick
+}
+
+/// Of the inlined calls at `depth` after a timed one, those that are not
+/// timed: none at the first [`ALWAYS_TIMED`] depths, `2^depth - 1` (at
+/// most [`SAMPLE_EVERY`] `- 1`) deeper, as [`sample_this_one`] picks them.
+#[inline]
+pub(crate) fn untimed_after_sample(depth: u32) -> u32 {
+    match depth < ALWAYS_TIMED {
+        true => 0,
+        false => (1u32 << depth.min(SAMPLE_EVERY.trailing_zeros())) - 1,
+    }
+}
+
 /// Counts an inlined call at `depth`; returns whether it is one to time:
 /// every call at the first [`ALWAYS_TIMED`] depths, one in `2^depth` (at
 /// most [`SAMPLE_EVERY`]) deeper, so that a tree of joins has about as
@@ -215,11 +241,7 @@ pub(crate) fn depth() -> u32 {
 /// noticed in one call near the top.
 #[inline]
 pub(crate) fn sample_this_one(depth: u32) -> bool {
-    let tick = TICK.get().wrapping_add(1);
-    TICK.set(tick);
-    if tick % COUNT_EVERY == 0 {
-        INLINED.fetch_add(u64::from(COUNT_EVERY), Ordering::Relaxed);
-    }
+    let tick = count_inlined();
     let every = 1u32 << depth.min(SAMPLE_EVERY.trailing_zeros());
     depth < ALWAYS_TIMED || tick % every == 0
 }
