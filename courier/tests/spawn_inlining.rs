@@ -204,39 +204,21 @@ fn a_short_site_runs_inline_once_measured_and_is_counted() {
     }
 }
 
-#[test]
-fn a_long_site_is_never_inlined() {
-    let queued = run(1, Inlining::Adaptive, |rt| {
-        Box::pin(async move {
-            let mut set = rt.counters([
-                "/par{locality#0/total}/time/task-overhead",
-                "/par{locality#0/total}/parameter/lambda-min",
-            ])?;
-            let values = set.evaluate(false).await?;
-            let threshold_ns = values[0].value * values[1].value;
-            assert!(
-                threshold_ns > 0.0,
-                "the overhead is measured before main runs"
-            );
-            // Well above the threshold, whatever the build and the load.
-            let long =
-                Duration::from_nanos((4.0 * threshold_ns) as u64).max(Duration::from_millis(1));
-            let long_child = |rt: &Runtime| {
-                rt.spawn(async move {
-                    common::spin(long);
-                    1u64
-                })
-            };
-            let mut queued = 0;
-            for _ in 0..5 {
-                let child = long_child(&rt);
-                queued += u64::from(!child.is_finished());
-                assert_eq!(child.await, 1);
-            }
-            Ok(queued)
-        })
-    });
-    assert_eq!(queued, 5, "a long child ran inline");
+/// A child's duration well above the threshold from which it is worth
+/// a task (`λ_min` times the measured task overhead), whatever the build
+/// and the load: four times it, at least 1 ms.
+async fn well_above_threshold(rt: &Runtime) -> Result<Duration, BoxError> {
+    let mut set = rt.counters([
+        "/par{locality#0/total}/time/task-overhead",
+        "/par{locality#0/total}/parameter/lambda-min",
+    ])?;
+    let values = set.evaluate(false).await?;
+    let threshold_ns = values[0].value * values[1].value;
+    assert!(
+        threshold_ns > 0.0,
+        "the overhead is measured before main runs"
+    );
+    Ok(Duration::from_nanos((4.0 * threshold_ns) as u64).max(Duration::from_millis(1)))
 }
 
 /// Spawns the child of this one site, which spins for `spin`.
@@ -248,20 +230,30 @@ fn sized_child(rt: &Runtime, spin: Duration) -> JoinHandle<u64> {
 }
 
 #[test]
+fn a_long_site_is_never_inlined() {
+    let queued = run(1, Inlining::Adaptive, |rt| {
+        Box::pin(async move {
+            let long = well_above_threshold(&rt).await?;
+            let mut queued = 0;
+            for _ in 0..5 {
+                let child = sized_child(&rt, long);
+                queued += u64::from(!child.is_finished());
+                assert_eq!(child.await, 1);
+            }
+            Ok(queued)
+        })
+    });
+    assert_eq!(queued, 5, "a long child ran inline");
+}
+
+#[test]
 fn a_site_whose_children_grew_is_queued_again_by_its_next_sample() {
     // The most spawns a site measured far below the threshold runs
     // inline between two samples (`SAMPLE_FAR_BELOW` in `inline.rs`).
     const BETWEEN_SAMPLES: u64 = 256;
     let (short_inline, long_inline, last_queued) = run(1, Inlining::Adaptive, |rt| {
         Box::pin(async move {
-            let mut set = rt.counters([
-                "/par{locality#0/total}/time/task-overhead",
-                "/par{locality#0/total}/parameter/lambda-min",
-            ])?;
-            let values = set.evaluate(false).await?;
-            let threshold_ns = values[0].value * values[1].value;
-            let long =
-                Duration::from_nanos((4.0 * threshold_ns) as u64).max(Duration::from_millis(1));
+            let long = well_above_threshold(&rt).await?;
             let mut short_inline = 0;
             for _ in 0..2 * BETWEEN_SAMPLES {
                 let child = sized_child(&rt, Duration::ZERO);

@@ -79,7 +79,8 @@ where
     let site = site(location);
     let depth = join_depth();
     let _inside = AtDepth::enter(depth + 1);
-    let adaptive = from_code(policy) == Inlining::Adaptive;
+    let inlining = from_code(policy);
+    let adaptive = inlining == Inlining::Adaptive;
     // Adaptive: one of the calls the site's last timed one let run
     // inline untimed.
     if adaptive && site.take_inline(depth) {
@@ -89,7 +90,7 @@ where
     }
     let expected = site.expected_ns(depth);
     let threshold = crate::sched::task_threshold_ns();
-    let fork = match from_code(policy) {
+    let fork = match inlining {
         Inlining::Adaptive => expected == 0 || expected >= threshold,
         Inlining::Never => true,
         Inlining::Depth(cutoff) => depth < cutoff,

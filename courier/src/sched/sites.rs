@@ -18,8 +18,9 @@
 //! [`sample_this_one`]; under the adaptive policy, a timed call whose
 //! estimate is below the threshold lets the calls until the next sample
 //! at its depth run inline without a look at the estimate,
-//! [`Site::take_inline`], [`untimed_after_sample`]: ~15 % of fib(30) on
-//! two workers). An estimate follows the longest recent durations
+//! [`Site::take_inline`], [`untimed_after_sample`]: fib(30) on two
+//! workers went from 1.83–2.30 to 1.71–1.78 times the sequential
+//! function). An estimate follows the longest recent durations
 //! (see [`Site::record`]): inlining a child that has grown (the same sort
 //! called on a larger array) costs parallelism, forking one that shrank
 //! costs a task. The table of a site is made on

@@ -115,8 +115,8 @@ impl Scheduler {
     ///
     /// Always inlined where `spawn` is called, its rare paths (a wait, a
     /// panic, a block from elsewhere) out of line: as `#[inline]` the
-    /// `spawn` bench's loop called it, and an inlined child took ~21 %
-    /// longer.
+    /// `spawn` bench's loop called it, and an inlined child took ~27 %
+    /// longer (10.5 against 8.3 ns).
     #[inline(always)]
     pub(crate) fn poll_inline<F>(
         &self,
