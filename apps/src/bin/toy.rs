@@ -14,7 +14,8 @@
 //! | `awaits` | one call at a time, each awaited before the next, for `--phase-ms` | `latency_us` (lower) |
 //!
 //! `latency_us` is the mean time from issuing a call to its result (taken
-//! by a task that awaits that call alone, so as soon as the result comes).
+//! by a task that awaits that call alone, so as soon as the result comes);
+//! `p50_us` and `p99_us` are its median and 99th percentile.
 //! Paced calls keep to their schedule: after a late wake-up the calls due
 //! meanwhile leave at once.
 //!
@@ -27,8 +28,8 @@
 //! ```
 //!
 //! Each phase line is `phase N: key=value ...`, which `courier sweep` reads:
-//! `workload`, `seconds`, `calls`, `calls_per_s`, `latency_us` (all but
-//! `batch`), `wrong`, the setting in force at the end of the phase (for
+//! `workload`, `seconds`, `calls`, `calls_per_s`, `latency_us`, `p50_us`,
+//! `p99_us` (all but `batch`), `wrong`, the setting in force at the end of the phase (for
 //! `adaptive`, the count policy its tuner chose), then `decisions` (the
 //! most decisions of adaptive coalescing any locality made during the
 //! phase, `decisions@L` each), `n_oh` and the task overheads.
@@ -117,15 +118,34 @@ struct Cli {
 struct Tally {
     calls: u64,
     wrong: u64,
-    /// Σ latency of the timed calls (all but `batch`'s).
-    latency: Duration,
+    /// The latency of each timed call (all but `batch`'s).
+    latencies: Vec<Duration>,
 }
 
 impl Tally {
-    fn add(&mut self, value: Complex64, latency: Duration) {
+    /// Counts a call's result and, if it was timed, its latency.
+    fn add(&mut self, value: Complex64, latency: Option<Duration>) {
         self.calls += 1;
         self.wrong += u64::from(value != EXPECTED);
-        self.latency += latency;
+        self.latencies.extend(latency);
+    }
+
+    /// ` latency_us=.. p50_us=.. p99_us=..`: the mean, median and 99th
+    /// percentile of the timed calls' latencies in µs.
+    fn latency_fields(&mut self) -> String {
+        let n = self.latencies.len();
+        if n == 0 {
+            return String::new();
+        }
+        self.latencies.sort_unstable();
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        let mean = self.latencies.iter().map(|&d| us(d)).sum::<f64>() / n as f64;
+        let at = |q: f64| us(self.latencies[((n - 1) as f64 * q).round() as usize]);
+        format!(
+            " latency_us={mean:.2} p50_us={:.2} p99_us={:.2}",
+            at(0.5),
+            at(0.99)
+        )
     }
 }
 
@@ -146,7 +166,7 @@ async fn batch(rt: &Runtime, target: LocalityId, parcels: u64) -> Result<Tally, 
         .collect();
     let mut tally = Tally::default();
     for call in calls {
-        tally.add(call.await?, Duration::ZERO);
+        tally.add(call.await?, None);
     }
     Ok(tally)
 }
@@ -180,14 +200,14 @@ async fn paced(rt: &Runtime, target: LocalityId, pacing: Pacing) -> Result<Tally
         for _ in 0..pacing.group {
             if in_flight.len() as u64 >= pacing.window {
                 let (value, latency) = in_flight.pop_front().expect("window ≥ 1").await?;
-                tally.add(value, latency);
+                tally.add(value, Some(latency));
             }
             in_flight.push_back(timed_call(rt, target));
         }
     }
     for call in in_flight {
         let (value, latency) = call.await?;
-        tally.add(value, latency);
+        tally.add(value, Some(latency));
     }
     Ok(tally)
 }
@@ -199,7 +219,7 @@ async fn awaits(rt: &Runtime, target: LocalityId, length: Duration) -> Result<Ta
     while start.elapsed() < length {
         let issued = Instant::now();
         let value = rt.call(target, get_cplx, ()).await?;
-        tally.add(value, issued.elapsed());
+        tally.add(value, Some(issued.elapsed()));
     }
     Ok(tally)
 }
@@ -274,12 +294,10 @@ fn main() -> ExitCode {
             let secs = start.elapsed().as_secs_f64();
             // What is in force now, from the flags above, the configuration or the tuner.
             let setting = rt.coalescing(get_cplx, rt.locality(1 % rt.num_localities()));
+            let mut tally = tally;
             let latency = match workload {
                 Workload::Batch => String::new(),
-                _ => format!(
-                    " latency_us={:.2}",
-                    tally.latency.as_secs_f64() * 1e6 / tally.calls.max(1) as f64
-                ),
+                _ => tally.latency_fields(),
             };
             println!(
                 "phase {p}: workload={workload} seconds={secs:.4} calls={} calls_per_s={:.0}{latency} wrong={} {} {}",
