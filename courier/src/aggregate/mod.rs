@@ -815,6 +815,12 @@ impl Aggregator {
         self.timer.now_ns()
     }
 
+    /// Whether a task may sleep on the timer now (see
+    /// [`FlushTimer::task_sleeps`]).
+    pub(crate) fn task_sleeps(&self) -> bool {
+        self.timer.task_sleeps()
+    }
+
     /// `raw`, a reading of `clock()`, in ns on [`now_ns`](Self::now_ns)'s
     /// clock.
     pub(crate) fn ns_at(&self, raw: u64) -> u64 {

@@ -118,6 +118,8 @@ struct Shared {
     queue: Mutex<Queue>,
     wakeup: Condvar,
     lateness: Lateness,
+    /// The latest deadline of a task's wake-up ever asked for.
+    latest_wake: AtomicU64,
 }
 
 /// The deadlines of one locality's buffers and the thread that keeps them.
@@ -174,8 +176,17 @@ impl FlushTimer {
             queue.sleepers.insert(id, waker);
             id
         };
+        self.shared
+            .latest_wake
+            .fetch_max(deadline, Ordering::Relaxed);
         self.insert(deadline, Entry::Wake(id));
         id
+    }
+
+    /// Whether a task may sleep on the timer now: one asked to be woken
+    /// later than now (and may have cancelled it since).
+    pub(crate) fn task_sleeps(&self) -> bool {
+        self.shared.latest_wake.load(Ordering::Relaxed) > self.now_ns()
     }
 
     /// Forgets a wake-up made with [`wake_at`](Self::wake_at) (done or not).
@@ -306,6 +317,38 @@ mod tests {
         let (counts, _) = timer.lateness().load();
         assert_eq!(counts.iter().sum::<u64>(), 2);
         timer.stop();
+    }
+
+    #[test]
+    fn a_task_sleeps_from_its_wake_up_being_asked_until_its_deadline() {
+        let timer = FlushTimer::new(Epoch::now());
+        assert!(!timer.task_sleeps());
+        let flushed = timer.now_ns() + 60_000_000_000;
+        timer.arm(
+            flushed,
+            Key {
+                set: 0,
+                precise: true,
+            },
+        );
+        assert!(
+            !timer.task_sleeps(),
+            "a buffer's deadline is no sleeping task"
+        );
+        let deadline = timer.now_ns() + 60_000_000_000;
+        let id = timer.wake_at(deadline, std::task::Waker::noop().clone());
+        assert!(timer.task_sleeps());
+        let soon = timer.now_ns() + 1_000_000;
+        timer.wake_at(soon, std::task::Waker::noop().clone());
+        assert!(timer.task_sleeps(), "the later sleeper still sleeps");
+        timer.cancel_wake(deadline, id);
+        // A cancelled wake-up may still count: the answer errs on the side
+        // of a task sleeping (the timer is not started: nothing fires).
+        assert!(timer.task_sleeps());
+        let timer = FlushTimer::new(Epoch::now());
+        timer.wake_at(timer.now_ns() + 1_000, std::task::Waker::noop().clone());
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(!timer.task_sleeps(), "a deadline that passed");
     }
 
     /// Counts its wake-ups.

@@ -18,7 +18,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
@@ -381,6 +381,9 @@ impl Shard {
 /// Calls waiting for their result, by request id.
 pub(crate) struct PendingTable {
     shards: [Mutex<Shard>; SHARDS],
+    /// Each shard's number of places taken, as of its last change: read
+    /// without the locks by [`is_empty`](Self::is_empty).
+    held: [AtomicUsize; SHARDS],
 }
 
 impl std::fmt::Debug for PendingTable {
@@ -395,6 +398,7 @@ impl Default for PendingTable {
     fn default() -> Self {
         PendingTable {
             shards: std::array::from_fn(|_| Mutex::default()),
+            held: std::array::from_fn(|_| AtomicUsize::new(0)),
         }
     }
 }
@@ -416,10 +420,12 @@ fn next_shard() -> usize {
 impl PendingTable {
     fn insert(self: &Arc<Self>, state: State) -> (u64, PendingCall) {
         let shard = next_shard();
-        let (index, generation) = self.shards[shard]
-            .lock()
-            .insert(state)
-            .expect("more than 2^32 calls pending at once");
+        let (index, generation) = {
+            let mut guard = self.shards[shard].lock();
+            let place = guard.insert(state);
+            self.mirror(shard, &guard);
+            place.expect("more than 2^32 calls pending at once")
+        };
         let request = request_id(shard, index, generation);
         let call = PendingCall {
             table: Arc::clone(self),
@@ -497,9 +503,12 @@ impl PendingTable {
         response: Response<'_>,
     ) -> bool {
         let (shard, index, generation) = split_id(request);
-        let (pending, waker) = self.shards[shard]
-            .lock()
-            .complete(index, generation, part, from, response);
+        let (pending, waker) = {
+            let mut guard = self.shards[shard].lock();
+            let completed = guard.complete(index, generation, part, from, response);
+            self.mirror(shard, &guard);
+            completed
+        };
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -544,7 +553,7 @@ impl PendingTable {
         failure: impl Fn() -> Failure,
         from: Option<LocalityId>,
     ) {
-        for shard in &self.shards {
+        for (number, shard) in self.shards.iter().enumerate() {
             let mut wakers = Vec::new();
             {
                 let mut shard = shard.lock();
@@ -562,6 +571,7 @@ impl PendingTable {
                         wakers.extend(waker);
                     }
                 }
+                self.mirror(number, &shard);
             }
             for waker in wakers {
                 waker.wake();
@@ -572,6 +582,18 @@ impl PendingTable {
     /// Number of calls waiting (or completed and not yet taken).
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len).sum()
+    }
+
+    /// Whether no call waits (or was completed and not yet taken), as of
+    /// each shard's last change: without taking the locks, for a worker
+    /// deciding whether to wait for responses (`sched/spin.rs`).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.held.iter().all(|h| h.load(Ordering::Relaxed) == 0)
+    }
+
+    /// Publishes shard `shard`'s number of places taken, `guard` its lock.
+    fn mirror(&self, shard: usize, guard: &Shard) {
+        self.held[shard].store(guard.len, Ordering::Relaxed);
     }
 }
 
@@ -596,6 +618,7 @@ impl Completer<'_> {
             }
         };
         let (pending, waker) = guard.complete(index, generation, part, self.from, response);
+        self.table.mirror(shard, guard);
         self.wakers.extend(waker);
         pending
     }
@@ -646,8 +669,8 @@ impl PendingCall {
         if self.taken {
             return Poll::Ready(Err(Box::new((Failure::ShuttingDown, None))));
         }
-        let (shard, index, generation) = split_id(self.request);
-        let mut shard = self.table.shards[shard].lock();
+        let (shard_number, index, generation) = split_id(self.request);
+        let mut shard = self.table.shards[shard_number].lock();
         let Some(slot) = shard.slot(index, generation) else {
             self.taken = true;
             return Poll::Ready(Err(Box::new((Failure::ShuttingDown, None))));
@@ -665,6 +688,7 @@ impl PendingCall {
                     unreachable!("matched Done above")
                 };
                 shard.free(index);
+                self.table.mirror(shard_number, &shard);
                 self.taken = true;
                 Poll::Ready(result)
             }
@@ -681,8 +705,8 @@ impl Drop for PendingCall {
         if self.taken {
             return;
         }
-        let (shard, index, generation) = split_id(self.request);
-        let mut shard = self.table.shards[shard].lock();
+        let (shard_number, index, generation) = split_id(self.request);
+        let mut shard = self.table.shards[shard_number].lock();
         let Some(slot) = shard.slot(index, generation) else {
             return;
         };
@@ -698,7 +722,10 @@ impl Drop for PendingCall {
                     batch,
                 };
             }
-            State::Done(_) => shard.free(index),
+            State::Done(_) => {
+                shard.free(index);
+                self.table.mirror(shard_number, &shard);
+            }
             other => slot.state = other,
         }
     }
@@ -987,6 +1014,33 @@ mod tests {
         drop(calls);
         assert_eq!(table.len(), 0, "dropped futures free their places");
         assert!(!complete(&table, u64::MAX, ok(5)), "a forged id");
+    }
+
+    #[test]
+    fn the_table_is_empty_without_locks_exactly_when_no_place_is_taken() {
+        let table = Arc::new(PendingTable::default());
+        let path = [LocalityId::new(1); 3];
+        assert!(table.is_empty());
+        let (taken, mut call) = table.register(path);
+        let (dropped, waiting) = table.register(path);
+        let (abandoned, gone) = table.register(path);
+        assert!(!table.is_empty());
+        assert!(complete(&table, taken, ok(1)));
+        assert!(!table.is_empty(), "a result not taken yet");
+        assert_eq!(poll(&mut call, Waker::noop()), Poll::Ready(ok(1)));
+        assert!(complete(&table, dropped, ok(2)));
+        drop(waiting);
+        drop(gone);
+        assert!(!table.is_empty(), "a call abandoned before its response");
+        assert!(complete(&table, abandoned, ok(3)));
+        assert!(table.is_empty());
+        let (_, failed) = table.register(path);
+        assert!(!table.is_empty());
+        table.fail_all(|| Failure::ShuttingDown);
+        assert!(!table.is_empty(), "failed, not taken");
+        drop(failed);
+        assert!(table.is_empty());
+        assert_eq!(table.len(), 0);
     }
 
     #[test]

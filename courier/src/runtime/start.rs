@@ -50,6 +50,12 @@ impl BackgroundWork for Progress {
         }
     }
 
+    fn awaits_network(&self) -> bool {
+        self.0
+            .upgrade()
+            .is_some_and(|l| !l.pending.is_empty() && !l.aggregator.task_sleeps())
+    }
+
     fn before_idle(&self) -> bool {
         match self.0.upgrade() {
             Some(l) => l.aggregator.flush_idle_worker(&*l) | l.give_owed_credit(),

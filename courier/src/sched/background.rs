@@ -26,6 +26,14 @@ pub(crate) trait BackgroundWork: Send + Sync + 'static {
     fn before_idle(&self) -> bool {
         false
     }
+
+    /// Whether what this locality's tasks wait for comes from the
+    /// network alone: results of its calls are due, and no task sleeps on
+    /// a timer (whose thread must run to wake it). An idle worker then
+    /// spins on after recent traffic instead of parking (`spin.rs`).
+    fn awaits_network(&self) -> bool {
+        false
+    }
 }
 
 /// What a [`BackgroundWork::block`] call did.

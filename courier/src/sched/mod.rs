@@ -40,6 +40,7 @@ mod scheduler;
 mod sites;
 mod sleep;
 mod spawn;
+mod spin;
 mod stats;
 mod task;
 mod worker;
@@ -73,6 +74,7 @@ pub(crate) const BACKGROUND_INTERVAL: u32 = 32;
 pub(crate) const PUBLISH_AFTER_NS: u64 = 50_000;
 
 /// How many rounds an idle worker spins (with `Backoff::snooze`) before it
-/// parks. Spinning keeps wake-up latency low when work arrives in bursts.
-/// A guess, tune me.
+/// parks, or before it spins on after recent network traffic (`spin.rs`).
+/// Spinning keeps wake-up latency low when work arrives in bursts. A
+/// guess, tune me.
 pub(crate) const SPIN_ROUNDS: u32 = 16;

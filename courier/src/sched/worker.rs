@@ -13,6 +13,7 @@ use crossbeam_utils::Backoff;
 use super::deque::{TaskDeque, steal_tasks};
 use super::fork::fork_join_with;
 use super::scheduler::{Scheduler, SchedulerId};
+use super::spin::LongSpin;
 use super::stats::{PollHistogram, WorkerStats};
 use super::{BACKGROUND_INTERVAL, PUBLISH_AFTER_NS, SPIN_ROUNDS};
 use crate::clock::{POLL_BUCKETS, clock, poll_bucket};
@@ -323,6 +324,8 @@ pub(super) fn run(sched: Arc<Scheduler>, index: usize, queue: TaskDeque, offers:
         gap_ticks: 0,
         group: Group::default(),
         inlined_done_published: INLINED_DONE.get(),
+        network_at: 0,
+        long_spin: LongSpin::default(),
     };
     worker.run();
     worker.publish();
@@ -345,6 +348,12 @@ struct WorkerLoop<'a> {
     /// Inlined children that completed (`INLINED_DONE`) already counted as
     /// spawned in the published stats.
     inlined_done_published: u64,
+    /// When this worker last sent or received over the network (clock
+    /// ticks): an idle worker spins longer while that was recent (see
+    /// `spin.rs`).
+    network_at: u64,
+    /// How long past [`SPIN_ROUNDS`] it spins when it runs out of tasks.
+    long_spin: LongSpin,
 }
 
 /// Polls timed together: one clock read after `len` polls instead of one
@@ -431,7 +440,7 @@ impl WorkerLoop<'_> {
                 continue;
             }
             let idle_start = self.clock.raw();
-            let (found, mut work_ns) = self.spin();
+            let (found, mut work_ns) = self.spin(idle_start);
             if !found {
                 self.publish();
                 let sched = self.sched;
@@ -459,6 +468,9 @@ impl WorkerLoop<'_> {
             .delta_as_nanos(0, self.gap_ticks.saturating_mul(polls))
             .min(span_ns);
         let network_ns = NETWORK_NS.with(Cell::take).min(span_ns - gaps_ns);
+        if network_ns > 0 {
+            self.network_at = end;
+        }
         let exec_ns = span_ns - gaps_ns - network_ns;
         self.stats.exec_ns += exec_ns;
         self.stats.background_ns += network_ns;
@@ -480,25 +492,50 @@ impl WorkerLoop<'_> {
         end
     }
 
-    /// Spins a little while, polling the background work each round (a
-    /// frame that arrives now is handled without a park and a wake-up);
-    /// returns whether work showed up, and the ns of background work done.
-    fn spin(&self) -> (bool, u64) {
+    /// Spins a little while from `start` (clock ticks), polling the
+    /// background work each round (a frame that arrives now is handled
+    /// without a park and a wake-up): [`SPIN_ROUNDS`] rounds, then on for
+    /// as long as [`LongSpin`] allows after recent traffic; returns
+    /// whether work showed up, and the ns of background work done.
+    fn spin(&mut self, start: u64) -> (bool, u64) {
+        let since_network = self.clock.delta_as_nanos(self.network_at, start);
+        let background = self.sched.background();
+        let long_ns = self
+            .long_spin
+            .budget_ns(since_network, || background.awaits_network());
         let backoff = Backoff::new();
-        for _ in 0..SPIN_ROUNDS {
-            backoff.snooze();
+        let mut rounds = 0;
+        let mut round_start = 0;
+        loop {
+            if rounds < SPIN_ROUNDS {
+                backoff.snooze();
+            } else {
+                let now = self.clock.raw();
+                // The first round of the long spin has no previous one.
+                let lost = rounds > SPIN_ROUNDS
+                    && self
+                        .long_spin
+                        .lost_core(self.clock.delta_as_nanos(round_start, now));
+                if lost || self.clock.delta_as_nanos(start, now) >= long_ns {
+                    return (false, 0);
+                }
+                round_start = now;
+                std::thread::yield_now();
+            }
+            rounds += 1;
             if self.sched.has_work(&self.local.queue) || self.sched.is_shut_down() {
                 return (true, 0);
             }
-            let start = self.clock.raw();
+            let poll_start = self.clock.raw();
             let did = self.sched.background().poll();
             // Sends made by the background work are part of its time.
             NETWORK_NS.with(Cell::take);
             if did {
-                return (true, self.clock.delta_as_nanos(start, self.clock.raw()));
+                let end = self.clock.raw();
+                self.network_at = end;
+                return (true, self.clock.delta_as_nanos(poll_start, end));
             }
         }
-        (false, 0)
     }
 
     /// Runs the background work once. Time spent counts as background time
@@ -510,7 +547,11 @@ impl WorkerLoop<'_> {
         // A worker out of tasks first sends what it was holding back.
         let flushed = !busy && self.sched.background().before_idle();
         let did = self.sched.background().poll() || flushed;
-        let ns = self.clock.delta_as_nanos(start, self.clock.raw());
+        let end = self.clock.raw();
+        let ns = self.clock.delta_as_nanos(start, end);
+        if did {
+            self.network_at = end;
+        }
         // Sends made by the background work itself are part of `ns`.
         NETWORK_NS.with(Cell::take);
         if busy || did {
