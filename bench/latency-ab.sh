@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Two builds side by side on the latency-bound workloads: each round runs
+# the toy's ten phases (batch, bursty, steady, sparse, awaits, twice) and
+# `pingpong --latency-only` under `on`, `off` and `adaptive`, each with
+# build A then build B, interleaved; prints each workload's median per
+# build and setting (calls/s for batch, mean µs from a call to its result
+# for the other toy phases, median round trip for pingpong).
+#
+#   bench/latency-ab.sh A_RELEASE_DIR B_RELEASE_DIR [ROUNDS] [OUT]
+#   bench/latency-ab.sh /work/main/target/release target/release 5
+#
+# OUT (default /tmp/latency-ab.txt) gets one line per phase: build:setting
+# workload figure. Unlike bench/toy-ab.sh (adaptive under two builds, off
+# under A), every setting runs under both builds.
+set -euo pipefail
+a=$1
+b=$2
+rounds=${3:-5}
+out=${4:-/tmp/latency-ab.txt}
+: >"$out"
+field() { grep -o "$1=[0-9.]*" <<<"$2" | cut -d= -f2 || true; }
+for _ in $(seq 1 "$rounds"); do
+    for cfg in A:on B:on A:off B:off A:adaptive B:adaptive; do
+        dir=$a
+        [ "${cfg%%:*}" = B ] && dir=$b
+        spec=${cfg##*:}
+        "$dir/toy" --localities 2 --workload batch,bursty,steady,sparse,awaits \
+            --parcels 400000 --phases 10 --coalescing "$spec" 2>/dev/null |
+            grep -E '^phase' | while read -r line; do
+                w=$(grep -o 'workload=[a-z]*' <<<"$line" | cut -d= -f2)
+                v=$(field latency_us "$line")
+                [ -z "$v" ] && v=$(field calls_per_s "$line")
+                echo "$cfg $w $v" >>"$out"
+            done
+        "$dir/pingpong" --localities 2 --latency-only --iterations 2000 \
+            --coalescing "$spec" 2>/dev/null |
+            grep -E '^phase' | while read -r line; do
+                w=pp_$(grep -o 'pattern=[a-z_]*' <<<"$line" | cut -d= -f2)
+                echo "$cfg $w $(field rtt_us "$line")" >>"$out"
+            done
+    done
+done
+python3 - "$out" <<'PY'
+import collections, statistics, sys
+figures = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    cfg, w, v = line.split()
+    figures[(cfg, w)].append(float(v))
+configs = ["A:on", "B:on", "A:off", "B:off", "A:adaptive", "B:adaptive"]
+print("%-16s" % "workload" + "".join("%13s" % c for c in configs))
+for w in sorted({w for _, w in figures}):
+    cells = ("%13.4g" % statistics.median(figures[(c, w)]) if figures[(c, w)] else "%13s" % "-"
+             for c in configs)
+    print("%-16s" % w + "".join(cells))
+PY
