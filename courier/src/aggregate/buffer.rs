@@ -9,6 +9,9 @@
 //! measured, and the gaps between its parcels are taken as evenly spread
 //! between its first parcel and its departure.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::policy::{Coalescing, Filled, FlushPolicy, Reason};
 use crate::clock::{POLL_BUCKETS, poll_bucket};
 use crate::parcel::{FRAME_HEADROOM, FrameBuilder};
@@ -33,14 +36,39 @@ pub(crate) struct LaneStats {
     pub(crate) gap_sum_ns: u64,
     /// Gaps per power-of-two bucket.
     pub(crate) gap_histogram: [u64; GAP_BUCKETS],
-    /// Awaited calls that left (in frames, or alone when coalescing is
-    /// off), and the sum of the moments they were issued, in ns on the
-    /// aggregator's clock (wrapping): each call of a frame is taken to
-    /// have come midway between the frame's first parcel and its
-    /// departure, as the gaps are. With the responses' arrivals, the
-    /// integral of the calls in flight (`runtime/tuning.rs`).
-    pub(crate) awaited_left: u64,
-    pub(crate) awaited_issued_ns: u64,
+}
+
+/// Awaited calls that left a set's buffers (in frames, or alone when
+/// coalescing is off), and the sum of the moments they were issued, in ns
+/// on the aggregator's clock (wrapping): each call of a frame is taken to
+/// have come midway between the frame's first parcel and its departure,
+/// as the gaps are. With the responses' arrivals, the integral of the
+/// calls in flight (`runtime/tuning.rs`). Atomics outside the set's lock,
+/// written once a frame: the tuning thread reads them every epoch, and
+/// taking a worker's set would cost that worker a `membarrier` (an
+/// interrupt of its core: a tail of 50–80 µs on 1 % of the calls awaited
+/// one at a time, BENCHMARKS.md issue #15, eighth part).
+#[derive(Debug, Default)]
+pub(crate) struct Departures {
+    calls: AtomicU64,
+    issued_ns: AtomicU64,
+}
+
+impl Departures {
+    /// Counts `calls` awaited calls issued at `issued_ns` that left.
+    pub(crate) fn leave(&self, calls: u64, issued_ns: u64) {
+        self.calls.fetch_add(calls, Ordering::Relaxed);
+        self.issued_ns
+            .fetch_add(calls.wrapping_mul(issued_ns), Ordering::Relaxed);
+    }
+
+    /// The calls that left, and the sum of their moments (wrapping).
+    pub(crate) fn load(&self) -> (u64, u64) {
+        (
+            self.calls.load(Ordering::Relaxed),
+            self.issued_ns.load(Ordering::Relaxed),
+        )
+    }
 }
 
 impl Default for LaneStats {
@@ -52,8 +80,6 @@ impl Default for LaneStats {
             gaps: 0,
             gap_sum_ns: 0,
             gap_histogram: [0; GAP_BUCKETS],
-            awaited_left: 0,
-            awaited_issued_ns: 0,
         }
     }
 }
@@ -71,17 +97,6 @@ impl LaneStats {
         for (a, b) in self.gap_histogram.iter_mut().zip(&other.gap_histogram) {
             *a += b;
         }
-        self.awaited_left += other.awaited_left;
-        self.awaited_issued_ns = self.awaited_issued_ns.wrapping_add(other.awaited_issued_ns);
-    }
-
-    /// Counts `calls` awaited calls leaving, issued at `issued_ns` on
-    /// average.
-    pub(crate) fn awaited_leave(&mut self, calls: u64, issued_ns: u64) {
-        self.awaited_left += calls;
-        self.awaited_issued_ns = self
-            .awaited_issued_ns
-            .wrapping_add(calls.wrapping_mul(issued_ns));
     }
 
     /// Counts `n` gaps of `gap_ns` each.
@@ -155,10 +170,18 @@ pub(crate) struct Buffer {
     /// Awaited calls in the frame.
     pub(crate) awaited: u32,
     pub(crate) stats: LaneStats,
+    /// Where the awaited calls that leave this buffer are counted: its
+    /// set's.
+    pub(crate) departures: Arc<Departures>,
 }
 
 impl Buffer {
-    pub(crate) fn new(frame: FrameBuilder, setting: Coalescing, max_frame_bytes: usize) -> Self {
+    pub(crate) fn new(
+        frame: FrameBuilder,
+        setting: Coalescing,
+        max_frame_bytes: usize,
+        departures: Arc<Departures>,
+    ) -> Self {
         Buffer {
             frame,
             setting,
@@ -171,6 +194,7 @@ impl Buffer {
             last_frame_bytes: 0,
             awaited: 0,
             stats: LaneStats::default(),
+            departures,
         }
     }
 
@@ -244,7 +268,7 @@ impl Buffer {
         let awaited = std::mem::take(&mut self.awaited);
         if awaited > 0 {
             let midway = self.first_ns.min(now_ns) + span / 2;
-            self.stats.awaited_leave(u64::from(awaited), midway);
+            self.departures.leave(u64::from(awaited), midway);
         }
         let capacity = self.last_frame_bytes.max(self.frame.byte_len());
         let next = FrameBuilder::with_capacity(

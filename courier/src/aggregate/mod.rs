@@ -197,6 +197,16 @@ impl Aggregator {
         self.timer.stop();
     }
 
+    /// The awaited calls that left this locality's buffers, ever, and the
+    /// sum of the moments they were issued (wrapping; see
+    /// [`Departures`](buffer::Departures)), read without taking the sets.
+    pub(crate) fn departures(&self) -> (u64, u64) {
+        self.sets.iter().fold((0, 0), |(calls, sum), set| {
+            let (c, s) = set.departures.load();
+            (calls + c, sum.wrapping_add(s))
+        })
+    }
+
     /// Calls whose result someone waits for that this locality sent
     /// through its buffers, ever (calls to itself included), of the action
     /// in registry slot `slot`.
@@ -248,7 +258,12 @@ impl Aggregator {
         let mut buffers = self.lock_set(set_index, on_worker);
         let buffer = buffers.get_or_make(lane, dest.index(), || {
             let frame = FrameBuilder::with_capacity(self.here, kind, action, 1024);
-            Buffer::new(frame, self.settings.get(slot, dest), self.max_frame_bytes)
+            Buffer::new(
+                frame,
+                self.settings.get(slot, dest),
+                self.max_frame_bytes,
+                Arc::clone(&self.sets[set_index].departures),
+            )
         });
         let was_empty = buffer.frame.is_empty();
         let mark = buffer.frame.mark();
@@ -284,7 +299,7 @@ impl Aggregator {
             if awaited {
                 // Leaves now, alone (an encoding error below leaves it
                 // counted, as the awaited calls above).
-                buffer.stats.awaited_leave(1, self.epoch.elapsed_ns());
+                buffer.departures.leave(1, self.epoch.elapsed_ns());
             }
             drop(buffers);
             let mut frame = FrameBuilder::new(self.here, kind, action);

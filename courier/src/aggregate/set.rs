@@ -9,7 +9,9 @@
 //! the timer flush the parcels a worker left behind while it runs a long
 //! task.
 
-use super::buffer::Buffer;
+use std::sync::Arc;
+
+use super::buffer::{Buffer, Departures};
 use super::entry::TimerSlot;
 use crate::parcel::RunKind;
 use crate::sync::BiasedLock;
@@ -55,6 +57,9 @@ pub(crate) struct BufferSet {
     /// All of `awaited` when the set's worker last ran out of tasks
     /// (written by that worker only; see `Aggregator::note_idle`).
     pub(crate) idle_mark: AtomicU64,
+    /// The awaited calls that left the set's buffers, shared with each of
+    /// them (see [`Departures`]).
+    pub(crate) departures: Arc<Departures>,
 }
 
 /// The buffers of one lane, by destination.
@@ -103,6 +108,7 @@ impl BufferSet {
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             idle_mark: AtomicU64::new(0),
+            departures: Arc::default(),
             inner: if owned {
                 BiasedLock::new(buffers)
             } else {

@@ -138,7 +138,7 @@ pub(crate) struct Traffic {
     /// Responses (results and failures) received for this locality's
     /// calls, its calls to itself included, and the sum of the moments
     /// they arrived, in ns on the aggregator's clock (wrapping): with the
-    /// awaited calls' departures (`LaneStats::awaited_issued_ns`), the
+    /// awaited calls' departures (`Aggregator::departures`), the
     /// integral of the calls in flight (`runtime/tuning.rs`). One lock for
     /// both: a reading that saw a moment without its response would be
     /// off by the time since the clock's start.

@@ -105,7 +105,7 @@ impl Reading {
         let received = &l.traffic.received;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         // Departures before arrivals: a response is counted after its call.
-        let stats = l.aggregator.stats(None);
+        let (left, issued_ns) = l.aggregator.departures();
         Reading {
             actions: sent
                 .per_action
@@ -121,8 +121,8 @@ impl Reading {
             parcels: load(&sent.parcels) + load(&received.parcels),
             background_ns: load(&sent.time_ns) + load(&received.time_ns),
             bursts: l.aggregator.bursts(),
-            left: stats.awaited_left,
-            issued_ns: stats.awaited_issued_ns,
+            left,
+            issued_ns,
             answered: *l.traffic.responses_at.lock(),
             at_ns: l.aggregator.now_ns(),
             calls_to: (0..sent.per_action.len())
