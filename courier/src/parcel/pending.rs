@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
+use crossbeam_utils::CachePadded;
 use serde::de::DeserializeOwned;
 
 use super::error::{CallError, Failure};
@@ -382,8 +383,10 @@ impl Shard {
 pub(crate) struct PendingTable {
     shards: [Mutex<Shard>; SHARDS],
     /// Each shard's number of places taken, as of its last change: read
-    /// without the locks by [`is_empty`](Self::is_empty).
-    held: [AtomicUsize; SHARDS],
+    /// without the locks by [`is_empty`](Self::is_empty). A cache line
+    /// each: threads that register on different shards share no line
+    /// for it.
+    held: [CachePadded<AtomicUsize>; SHARDS],
 }
 
 impl std::fmt::Debug for PendingTable {
@@ -398,7 +401,7 @@ impl Default for PendingTable {
     fn default() -> Self {
         PendingTable {
             shards: std::array::from_fn(|_| Mutex::default()),
-            held: std::array::from_fn(|_| AtomicUsize::new(0)),
+            held: std::array::from_fn(|_| CachePadded::new(AtomicUsize::new(0))),
         }
     }
 }
