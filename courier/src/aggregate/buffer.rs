@@ -10,7 +10,8 @@
 //! between its first parcel and its departure.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
 
 use super::policy::{Coalescing, Filled, FlushPolicy, Reason};
 use crate::clock::{POLL_BUCKETS, poll_bucket};
@@ -43,31 +44,27 @@ pub(crate) struct LaneStats {
 /// on the aggregator's clock (wrapping): each call of a frame is taken to
 /// have come midway between the frame's first parcel and its departure,
 /// as the gaps are. With the responses' arrivals, the integral of the
-/// calls in flight (`runtime/tuning.rs`). Atomics outside the set's lock,
-/// written once a frame: the tuning thread reads them every epoch, and
-/// taking a worker's set would cost that worker a `membarrier` (an
-/// interrupt of its core: a tail of 50–80 µs on 1 % of the calls awaited
-/// one at a time, BENCHMARKS.md issue #15, eighth part).
+/// calls in flight (`runtime/tuning.rs`). Behind a small lock of their
+/// own, outside the set's, taken once a frame: the tuning thread reads
+/// them every epoch, and taking a worker's set would cost that worker a
+/// `membarrier` (an interrupt of its core: a tail of 50–80 µs on 1 % of
+/// the calls awaited one at a time, BENCHMARKS.md issue #15, eighth
+/// part). One lock for both: a reading of the count without its moments
+/// would be off by the time since the clock's start.
 #[derive(Debug, Default)]
-pub(crate) struct Departures {
-    calls: AtomicU64,
-    issued_ns: AtomicU64,
-}
+pub(crate) struct Departures(Mutex<(u64, u64)>);
 
 impl Departures {
     /// Counts `calls` awaited calls issued at `issued_ns` that left.
     pub(crate) fn leave(&self, calls: u64, issued_ns: u64) {
-        self.calls.fetch_add(calls, Ordering::Relaxed);
-        self.issued_ns
-            .fetch_add(calls.wrapping_mul(issued_ns), Ordering::Relaxed);
+        let mut departed = self.0.lock();
+        departed.0 += calls;
+        departed.1 = departed.1.wrapping_add(calls.wrapping_mul(issued_ns));
     }
 
     /// The calls that left, and the sum of their moments (wrapping).
     pub(crate) fn load(&self) -> (u64, u64) {
-        (
-            self.calls.load(Ordering::Relaxed),
-            self.issued_ns.load(Ordering::Relaxed),
-        )
+        *self.0.lock()
     }
 }
 

@@ -26,6 +26,13 @@ use crate::clock::{POLL_BUCKETS, clock, poll_bucket};
 /// timer slack at 1 ns. A firing costs at most this much CPU.
 const SPIN_NS: u64 = 20_000;
 
+/// A task's wake-up due within this many ns of being asked for makes
+/// [`FlushTimer::task_sleeps`] true until it is due: the timer thread will
+/// need a core for it soon. A later one (a call's timeout, a long sleep)
+/// does not, nor does it keep idle workers from spinning for the network
+/// (`sched/spin.rs`) while it waits.
+pub(crate) const SOON_NS: u64 = 1_000_000;
+
 /// Which buffers a deadline belongs to: a set (a worker's, or the one
 /// shared by other threads). A set has at most one live entry: when it
 /// fires, the set's due buffers are flushed and the entry is renewed for
@@ -118,7 +125,8 @@ struct Shared {
     queue: Mutex<Queue>,
     wakeup: Condvar,
     lateness: Lateness,
-    /// The latest deadline of a task's wake-up ever asked for.
+    /// The latest deadline of a task's wake-up asked for due within
+    /// [`SOON_NS`].
     latest_wake: AtomicU64,
 }
 
@@ -176,15 +184,18 @@ impl FlushTimer {
             queue.sleepers.insert(id, waker);
             id
         };
-        self.shared
-            .latest_wake
-            .fetch_max(deadline, Ordering::Relaxed);
+        if deadline <= self.now_ns().saturating_add(SOON_NS) {
+            self.shared
+                .latest_wake
+                .fetch_max(deadline, Ordering::Relaxed);
+        }
         self.insert(deadline, Entry::Wake(id));
         id
     }
 
-    /// Whether a task may sleep on the timer now: one asked to be woken
-    /// later than now (and may have cancelled it since).
+    /// Whether a task may sleep on the timer now, to be woken soon: one
+    /// asked to be woken within [`SOON_NS`], later than now (and may have
+    /// cancelled it since).
     pub(crate) fn task_sleeps(&self) -> bool {
         self.shared.latest_wake.load(Ordering::Relaxed) > self.now_ns()
     }
@@ -335,16 +346,24 @@ mod tests {
             !timer.task_sleeps(),
             "a buffer's deadline is no sleeping task"
         );
-        let deadline = timer.now_ns() + 60_000_000_000;
+        let timeout = timer.now_ns() + 60_000_000_000;
+        timer.wake_at(timeout, std::task::Waker::noop().clone());
+        assert!(
+            !timer.task_sleeps(),
+            "a far deadline (a timeout) needs no core soon"
+        );
+        // Each check holds unless the deadline passed meanwhile (a loaded
+        // machine may take that long between two lines).
+        let deadline = timer.now_ns() + SOON_NS;
+        let sleeps = || timer.task_sleeps() || timer.now_ns() >= deadline;
         let id = timer.wake_at(deadline, std::task::Waker::noop().clone());
-        assert!(timer.task_sleeps());
-        let soon = timer.now_ns() + 1_000_000;
-        timer.wake_at(soon, std::task::Waker::noop().clone());
-        assert!(timer.task_sleeps(), "the later sleeper still sleeps");
+        assert!(sleeps());
+        timer.wake_at(timer.now_ns(), std::task::Waker::noop().clone());
+        assert!(sleeps(), "the later sleeper still sleeps");
         timer.cancel_wake(deadline, id);
         // A cancelled wake-up may still count: the answer errs on the side
         // of a task sleeping (the timer is not started: nothing fires).
-        assert!(timer.task_sleeps());
+        assert!(sleeps());
         let timer = FlushTimer::new(Epoch::now());
         timer.wake_at(timer.now_ns() + 1_000, std::task::Waker::noop().clone());
         std::thread::sleep(Duration::from_millis(2));

@@ -104,7 +104,10 @@ impl Reading {
         let sent = &l.traffic.sent;
         let received = &l.traffic.received;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        // Departures before arrivals: a response is counted after its call.
+        // Arrivals before departures: a response is counted after its
+        // call left, so every response read has its call among the
+        // departures read after it (the calls in flight never go below 0).
+        let answered = *l.traffic.responses_at.lock();
         let (left, issued_ns) = l.aggregator.departures();
         Reading {
             actions: sent
@@ -123,7 +126,7 @@ impl Reading {
             bursts: l.aggregator.bursts(),
             left,
             issued_ns,
-            answered: *l.traffic.responses_at.lock(),
+            answered,
             at_ns: l.aggregator.now_ns(),
             calls_to: (0..sent.per_action.len())
                 .map(|slot| match l.aggregator.adaptive(slot) {

@@ -10,8 +10,9 @@
 //! A worker looks for work in this order: its own deque, the injector, the
 //! other workers' deques. Between tasks it runs *background work* (network
 //! progress, see [`BackgroundWork`]) every [`BACKGROUND_INTERVAL`] tasks and
-//! whenever it runs dry. An idle worker spins briefly and then parks; the first
-//! worker to park becomes the *driver* and blocks inside the transport's
+//! whenever it runs dry. An idle worker spins briefly (up to 50 µs when it
+//! waits for the network alone after recent traffic, `spin.rs`) and then
+//! parks; the first worker to park becomes the *driver* and blocks inside the transport's
 //! progress call, so an incoming frame wakes it directly. The parking protocol
 //! lives in `sleep.rs` and is described there.
 //!

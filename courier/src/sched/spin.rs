@@ -2,15 +2,16 @@
 //!
 //! Every idle worker spins [`SPIN_ROUNDS`](super::SPIN_ROUNDS) rounds,
 //! polling the network each round. A worker whose locality waits for the
-//! network alone (results of its calls are due, no task sleeps on a timer:
-//! `BackgroundWork::awaits_network`) and that sent or received within
-//! [`NETWORK_ACTIVE_NS`] spins on, for up to [`NETWORK_SPIN_NS`]: the
-//! answer is most likely a round trip away, and a parked worker pays a
-//! wake-up when it comes. On the 2-core VM of BENCHMARKS.md a wake-up from
-//! a park costs tens of µs (the virtual CPU halts), more than the loopback
-//! round trip itself: calls awaited one at a time took 26–42 µs each with
-//! the short spin alone and 12–16 µs with the long one (issue #15, eighth
-//! part).
+//! network alone (results of its calls are due, no task sleeps on a timer
+//! due within 1 ms: `BackgroundWork::awaits_network`) and that sent or
+//! received within [`NETWORK_ACTIVE_NS`] spins on, until
+//! [`NETWORK_SPIN_NS`] after it ran out of tasks: the answer is most
+//! likely a round trip away, and a parked worker pays a wake-up when it
+//! comes, more than the loopback round trip itself on the 2-core VM of
+//! BENCHMARKS.md (where an idle virtual CPU halts): calls awaited one at a
+//! time took a mean of 22–44 µs (`off`) and 31–46 (`on`) with the short
+//! spin alone, against a median of 13–14, and 11.7–15.2 µs with the long
+//! one (issue #15, eighth part).
 //!
 //! Spinning is only free while nobody else wants the core, so the long
 //! spin is kept from the cases where someone does. A task sleeping on a
@@ -23,23 +24,24 @@
 //! core meanwhile: it then parks, and the next [`COOLDOWN_IDLES`] idle
 //! periods spin the short way only.
 //!
-//! HPX spins too (`hpx.max_idle_loop_count`, 10,000 rounds by default);
-//! MPI progress engines poll without end. Here the spin is bounded and
-//! starts only after network traffic, so a program without a network, or
-//! quiet for a millisecond, spins as it did before.
+//! HPX's idle workers spin too (`hpx.max_idle_loop_count`); MPI progress
+//! engines poll without end. Here the spin is bounded and starts only
+//! after network traffic, so a program without a network, or quiet for a
+//! millisecond, spins as it did before.
 
 /// A worker that sent or received over the network this recently spins
 /// for up to [`NETWORK_SPIN_NS`] when it runs out of tasks. A guess, tune me.
 pub(crate) const NETWORK_ACTIVE_NS: u64 = 1_000_000;
 
-/// How long a worker that used the network lately spins before it parks:
-/// several loopback round trips (12 µs on the machine of BENCHMARKS.md);
-/// 25 µs gave the same latency to calls awaited one at a time, 100 µs no
-/// better. A guess, tune me.
+/// How long after it ran out of tasks a worker that used the network
+/// lately spins before it parks, the short spin included: several
+/// loopback round trips (12 µs on the machine of BENCHMARKS.md). 25 µs
+/// gave calls awaited one at a time the same latency there, 100 µs no
+/// better; 50 keeps a margin for slower round trips. A guess, tune me.
 pub(crate) const NETWORK_SPIN_NS: u64 = 50_000;
 
-/// A round of the long spin (a yield and a poll of the network, about a
-/// microsecond) that took longer than this lost the worker its core.
+/// A round of the long spin (a yield and a poll of the network) that
+/// took longer than this lost the worker its core. A guess, tune me.
 pub(crate) const PREEMPTED_NS: u64 = 10_000;
 
 /// Idle periods after a lost core that spin only the short way: at a call
@@ -54,10 +56,11 @@ pub(crate) struct LongSpin {
 }
 
 impl LongSpin {
-    /// How long past the short spin to spin in an idle period that begins
-    /// `since_network_ns` after the worker last sent or received, in ns
-    /// (0: park after the short spin); `awaits_network` says whether the
-    /// locality waits for the network alone (asked only after traffic).
+    /// Until how long after an idle period began to spin, the short spin
+    /// included, when it begins `since_network_ns` after the worker last
+    /// sent or received, in ns (0: park after the short spin);
+    /// `awaits_network` says whether the locality waits for the network
+    /// alone (asked only after recent traffic).
     pub(crate) fn budget_ns(
         &mut self,
         since_network_ns: u64,

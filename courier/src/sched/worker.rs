@@ -350,9 +350,10 @@ struct WorkerLoop<'a> {
     inlined_done_published: u64,
     /// When this worker last sent or received over the network (clock
     /// ticks): an idle worker spins longer while that was recent (see
-    /// `spin.rs`).
+    /// `spin.rs`). 0 before any traffic: the clock counts from boot, so
+    /// that reads as long ago.
     network_at: u64,
-    /// How long past [`SPIN_ROUNDS`] it spins when it runs out of tasks.
+    /// Whether it spins on past [`SPIN_ROUNDS`] when it runs out of tasks.
     long_spin: LongSpin,
 }
 
