@@ -290,11 +290,10 @@ fn main() -> ExitCode {
             let workload = cli.workload[(p as usize - 1) % cli.workload.len()];
             counters.start().await?;
             let start = Instant::now();
-            let tally = cli.phase(&rt, workload).await?;
+            let mut tally = cli.phase(&rt, workload).await?;
             let secs = start.elapsed().as_secs_f64();
             // What is in force now, from the flags above, the configuration or the tuner.
             let setting = rt.coalescing(get_cplx, rt.locality(1 % rt.num_localities()));
-            let mut tally = tally;
             let latency = match workload {
                 Workload::Batch => String::new(),
                 _ => tally.latency_fields(),

@@ -528,7 +528,7 @@ impl WorkerLoop<'_> {
                 return (true, 0);
             }
             let poll_start = self.clock.raw();
-            let did = self.sched.background().poll();
+            let did = background.poll();
             // Sends made by the background work are part of its time.
             NETWORK_NS.with(Cell::take);
             if did {
