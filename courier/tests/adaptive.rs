@@ -327,6 +327,96 @@ fn responses_leave_with_the_run_of_calls_they_answer() {
     .unwrap();
 }
 
+/// Turns the coalescing of `echo` towards locality `peer` off where it
+/// is called, as its tuner does for calls awaited one at a time (the
+/// action stays adaptive).
+#[courier::action]
+fn echo_off_towards(peer: u32) {
+    let rt = courier::current();
+    rt.set_coalescing_to(echo, rt.locality(peer), Coalescing::Off)
+        .unwrap();
+}
+
+/// Every message locality `l` sent (a message of its own, with
+/// coalescing off, is no buffer's), and the messages its buffers of
+/// `echo` sent.
+async fn messages(rt: &Runtime, l: u32) -> (f64, f64) {
+    let all = format!("/messages{{locality#{l}/total}}/count/sent");
+    let buffered = format!("/coalescing{{locality#{l}/total}}/count/messages@echo");
+    let values = rt
+        .counters([all.as_str(), buffered.as_str()])
+        .unwrap()
+        .evaluate(false)
+        .await
+        .unwrap();
+    (values[0].value, values[1].value)
+}
+
+/// Where an adaptive action's coalescing is off (its tuners turn it off
+/// for calls awaited one at a time), calls issued together still leave
+/// together: a burst of 2,000 calls goes in few messages, and so do its
+/// responses, at once (not an epoch of the tuner later); lone calls and
+/// their responses go alone again after it, in messages of their own,
+/// through no buffer.
+#[test]
+fn a_burst_is_coalesced_where_an_adaptive_action_is_off() {
+    let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+    courier::launch(config, |rt| async move {
+        let peer = rt.locality(1);
+        // Both ways, so that the responses' coalescing is off too. A
+        // tuner may change it later (on a phase change of the traffic):
+        // then the round is done again.
+        let off = || async {
+            rt.call(peer, echo_off_towards, (0,)).await?;
+            rt.set_coalescing_to(echo, peer, Coalescing::Off).unwrap();
+            Ok::<_, CallError>(())
+        };
+        let still_off = || async {
+            let there = rt.call(peer, coalescing_of_echo, (0,)).await?;
+            Ok::<_, CallError>(rt.coalescing(echo, peer) == Coalescing::Off && there)
+        };
+        for round in 0.. {
+            assert!(round < 20, "a tuner changed the setting in every round");
+            off().await?;
+            let before = (messages(&rt, 0).await, messages(&rt, 1).await);
+            let burst: Vec<_> = (0..2000).map(|i| rt.call(peer, echo, (i,))).collect();
+            for (i, call) in burst.into_iter().enumerate() {
+                assert_eq!(call.await?, i as u64);
+            }
+            let after = (messages(&rt, 0).await, messages(&rt, 1).await);
+            if !still_off().await? {
+                continue;
+            }
+            // A few more than the frames: the counter queries themselves.
+            let calls = after.0.0 - before.0.0;
+            let responses = after.1.0 - before.1.0;
+            assert!(calls <= 100.0, "2,000 calls in {calls} messages");
+            assert!(
+                responses <= 100.0,
+                "2,000 responses in {responses} messages"
+            );
+            assert!(one_at_a_time(&rt, peer, 20).await > 0);
+            let last = (messages(&rt, 0).await, messages(&rt, 1).await);
+            if !still_off().await? {
+                continue;
+            }
+            assert_eq!(last.0.1, after.0.1, "lone calls went through a buffer");
+            assert_eq!(last.1.1, after.1.1, "lone responses went through a buffer");
+            break;
+        }
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// Whether the coalescing of `echo` towards locality `peer` is off where
+/// it is called.
+#[courier::action]
+fn coalescing_of_echo(peer: u32) -> bool {
+    let rt = courier::current();
+    rt.coalescing(echo, rt.locality(peer)) == Coalescing::Off
+}
+
 #[test]
 fn adaptive_parses_prints_and_checks_its_bounds() {
     let a: Coalescing = "adaptive".parse().unwrap();

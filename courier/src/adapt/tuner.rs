@@ -92,11 +92,6 @@ pub(crate) const CONFIRM_EPOCHS: u32 = 3;
 /// 133 parcels a message for the first 30 ms of the next batch.
 pub(crate) const CONFIRM_SLOWER_EPOCHS: u32 = 10;
 
-/// How many times faster than its phase traffic must be, while
-/// coalescing is off, for one epoch to begin a new phase. A guess, tune
-/// me.
-pub(crate) const OFF_SPEEDUP: f64 = 8.0;
-
 /// Epochs whose cost per parcel is averaged to judge a setting, after
 /// one left out (it mixes the old setting, and the flush of the change).
 /// One epoch's cost swung 3–40 ns on ig. A guess, tune me.
@@ -391,6 +386,10 @@ impl Tuner {
                 // CONFIRM_EPOCHS, then a moving mean of as many (a first
                 // epoch that caught the end of the last phase is
                 // outweighed, and after a slowdown's ten it is forgotten).
+                // A batch after calls awaited one at a time waits for
+                // its three epochs as any change does: its calls are
+                // coalesced meanwhile all the same (`Aggregator::push`
+                // coalesces what one poll issues together).
                 let cost = epoch.cost_ns_per_parcel;
                 let (mut mean, mut mean_cost, mut count) =
                     self.candidate.unwrap_or((*now, cost, 0));
@@ -416,19 +415,6 @@ impl Tuner {
                         CONFIRM_EPOCHS
                     }
                     Some(phase) if now.parcels_per_s < phase.parcels_per_s => CONFIRM_SLOWER_EPOCHS,
-                    // Traffic many times faster while coalescing is off
-                    // pays a message a parcel until the phase is confirmed
-                    // (a batch after calls awaited one at a time ran a
-                    // fifth of its 0.1 s off): one epoch confirms it. A
-                    // smaller change waits as any other (bursts after
-                    // one-at-a-time calls, begun from one epoch, cost
-                    // them a fifth more).
-                    Some(phase)
-                        if self.in_force == Coalescing::Off
-                            && now.parcels_per_s > phase.parcels_per_s * OFF_SPEEDUP =>
-                    {
-                        1
-                    }
                     _ => CONFIRM_EPOCHS,
                 };
                 if count < confirm {
@@ -915,14 +901,19 @@ mod tests {
     }
 
     #[test]
-    fn traffic_that_speeds_up_while_off_is_a_new_phase_at_once() {
+    fn traffic_that_speeds_up_while_off_is_confirmed_as_any_change() {
+        // The calls a poll issues together are coalesced under off all
+        // the same (`Aggregator::push`): one odd epoch begins no phase.
         let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, awaited(30_000.0, 1.0), 0.0, 0.0, 10);
         assert_eq!(tuner.in_force(), Coalescing::Off);
         let batch = epoch(posts(3e6, 8.0), tuner.in_force(), 0.0, 0.0, 0);
+        for _ in 1..CONFIRM_EPOCHS {
+            assert_eq!(tuner.observe(&batch, &MACHINE), None);
+        }
         let d = tuner
             .observe(&batch, &MACHINE)
-            .expect("a new phase at once");
+            .expect("a new phase once confirmed");
         assert!(matches!(d.reason, Reason::NewPhase { .. }), "{d:?}");
     }
 

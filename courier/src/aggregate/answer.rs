@@ -10,29 +10,38 @@
 //! sends them in one message when the run is done
 //! ([`Aggregator::flush_responses`](super::Aggregator::flush_responses)).
 //! A run of one call gets its response at once, as with coalescing off;
-//! a run of a thousand gets one message.
+//! a run of a thousand gets one message, also where the tuner turned the
+//! action's coalescing off (for calls awaited one at a time): its caller
+//! sent the calls together.
 
 use std::cell::Cell;
 
 use crate::ids::LocalityId;
 
+/// The run of calls a thread is handling: the action's slot, the caller,
+/// whether the run holds more than one call, and whether it came whole
+/// (not a piece of a run split between tasks).
+type Run = (usize, LocalityId, bool, bool);
+
 thread_local! {
-    /// The (action slot, caller) whose run of calls this thread is
-    /// handling in an [`Answering`] scope, if any.
-    static ANSWERING: Cell<Option<(usize, LocalityId)>> = const { Cell::new(None) };
+    /// The run of calls this thread is handling in an [`Answering`]
+    /// scope, if any.
+    static ANSWERING: Cell<Option<Run>> = const { Cell::new(None) };
 }
 
 /// While alive, the responses of the action in `slot` to `caller` made on
 /// this thread are the run's (see the module docs); ends the scope when
 /// dropped, also when unwinding.
 #[derive(Debug)]
-pub(crate) struct Answering(Option<(usize, LocalityId)>);
+pub(crate) struct Answering(Option<Run>);
 
 impl Answering {
-    /// Opens the scope of a run of calls of the action in `slot` from
-    /// `caller`.
-    pub(crate) fn enter(slot: usize, caller: LocalityId) -> Answering {
-        Answering(ANSWERING.replace(Some((slot, caller))))
+    /// Opens the scope of a run of `calls` calls of the action in `slot`
+    /// from `caller`, `whole` or a piece of a run split between tasks
+    /// (whose responses are not the run's: [`answering`] says no, but
+    /// [`answering_many`] may say yes).
+    pub(crate) fn enter(slot: usize, caller: LocalityId, calls: u32, whole: bool) -> Answering {
+        Answering(ANSWERING.replace(Some((slot, caller, calls > 1, whole))))
     }
 }
 
@@ -46,5 +55,15 @@ impl Drop for Answering {
 /// run this thread is answering: it is sent when the run is done.
 #[inline]
 pub(crate) fn answering(slot: usize, dest: LocalityId) -> bool {
-    ANSWERING.get() == Some((slot, dest))
+    matches!(ANSWERING.get(), Some((s, d, _, true)) if (s, d) == (slot, dest))
+}
+
+/// Whether a response of the action in `slot` to `dest` answers a run
+/// (whole or a piece) of more than one call this thread is handling: its
+/// caller sent the calls together, and their responses may leave
+/// together even where the action's coalescing is off
+/// (`Aggregator::escape_off`).
+#[inline]
+pub(crate) fn answering_many(slot: usize, dest: LocalityId) -> bool {
+    matches!(ANSWERING.get(), Some((s, d, true, _)) if (s, d) == (slot, dest))
 }

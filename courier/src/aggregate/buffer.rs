@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::policy::{Coalescing, Filled, FlushPolicy, Reason};
+use super::policy::{Coalescing, CountPolicy, Filled, FlushPolicy, Reason};
 use crate::clock::{POLL_BUCKETS, poll_bucket};
 use crate::parcel::{FRAME_HEADROOM, FrameBuilder};
 
@@ -170,6 +170,9 @@ pub(crate) struct Buffer {
     /// Where the awaited calls that leave this buffer are counted: its
     /// set's.
     pub(crate) departures: Arc<Departures>,
+    /// Whether the buffer holds parcels under a count policy of its own
+    /// while its setting is off (see [`escape`](Self::escape)).
+    escaped: bool,
 }
 
 impl Buffer {
@@ -192,6 +195,7 @@ impl Buffer {
             awaited: 0,
             stats: LaneStats::default(),
             departures,
+            escaped: false,
         }
     }
 
@@ -204,6 +208,22 @@ impl Buffer {
     pub(crate) fn set(&mut self, setting: Coalescing) {
         self.setting = setting;
         self.limits = Limits::of(setting, self.max_frame_bytes);
+        self.escaped = false;
+    }
+
+    /// Whether the buffer coalesces under `policy` although its setting is
+    /// off (an adaptive action's tuner chose off, and these parcels were
+    /// issued together: `Aggregator::escape_off`).
+    pub(crate) fn escaped(&self) -> bool {
+        self.escaped
+    }
+
+    /// Holds the parcels of this empty buffer, whose setting is off, under
+    /// `policy` from now on, until [`set`](Self::set) puts off back.
+    pub(crate) fn escape(&mut self, policy: CountPolicy) {
+        debug_assert!(self.frame.is_empty() && !self.setting.is_on());
+        self.set(Coalescing::Count(policy));
+        self.escaped = true;
     }
 
     /// Accounts for the parcel just appended (it took `parcel_bytes`) to a

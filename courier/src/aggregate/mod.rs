@@ -61,7 +61,7 @@ use crate::action::registry;
 use crate::ids::ActionId;
 use crate::ids::LocalityId;
 use crate::parcel::{EncodeError, FRAME_HEADROOM, Failure, FrameBuilder, FrameMark, RunKind};
-use crate::sched::Scheduler;
+use crate::sched::{Scheduler, current_poll};
 
 /// Where flushed frames go: the locality's send path.
 pub(crate) trait Outbox: Send + Sync {
@@ -109,6 +109,16 @@ struct Bursts {
     sum: AtomicU64,
     squares: AtomicU64,
 }
+
+/// Awaited calls a task issues in one poll from which on the calls of an
+/// adaptive action whose tuner chose off are coalesced all the same (see
+/// `Aggregator::escape_off`): the task issued them together, and they
+/// leave when the worker runs out of tasks. A call awaited alone, or a
+/// few together, stays a message of its own; so do calls issued one a
+/// poll by a busy worker (a first version counted the calls since the
+/// worker last ran out of tasks, and held some of a paced stream's calls
+/// behind the worker's other tasks). A guess, tune me.
+const BURST_CALLS: u64 = 16;
 
 /// The frames a flush took, to send once the set's lock is released.
 type Taken = Vec<(LocalityId, FrameBuilder)>;
@@ -294,8 +304,22 @@ impl Aggregator {
                 false,
             );
         }
-        let setting = buffer.setting();
-        if !setting.is_on() {
+        let buffer = if buffer.setting().is_on() && !buffer.escaped() {
+            buffer
+        } else {
+            let escaped = buffer.escaped();
+            let escape = self.escape_off(&mut buffers, on_worker, slot, lane, dest, awaited);
+            let buffer = buffers
+                .get_mut(lane, dest.index())
+                .unwrap_or_else(|| unreachable!("the buffer was just made"));
+            match (escape, escaped) {
+                (Some(policy), false) => buffer.escape(policy),
+                (None, true) => buffer.set(Coalescing::Off),
+                _ => {}
+            }
+            buffer
+        };
+        if !buffer.setting().is_on() {
             if awaited {
                 // Leaves now, alone (an encoding error below leaves it
                 // counted, as the awaited calls above).
@@ -320,6 +344,36 @@ impl Aggregator {
             parcel_bytes,
             true,
         )
+    }
+
+    /// The count policy under which the parcels into an empty buffer of an
+    /// adaptive action whose tuner chose off are held all the same, if
+    /// they come together: responses to a run of more than one call
+    /// being answered (they leave when the run is done, as under any
+    /// count), or the awaited calls a task issues in one poll from the
+    /// [`BURST_CALLS`]-th on (they leave when the worker runs out of
+    /// tasks, or when the policy's count or timer says; the next poll's
+    /// first calls go alone again). The tuner judges traffic an epoch
+    /// (10 ms) at a time and confirms a change over three: a batch of
+    /// calls after calls awaited one at a time ran its first epochs a
+    /// message a call, at a thirteenth of the speed (BENCHMARKS.md, issue
+    /// #15). `None` keeps the parcel alone, as off says.
+    fn escape_off(
+        &self,
+        buffers: &mut Locked<'_>,
+        on_worker: bool,
+        slot: usize,
+        lane: usize,
+        dest: LocalityId,
+        awaited: bool,
+    ) -> Option<CountPolicy> {
+        let together = (lane_parts(lane).1 == RunKind::Responses
+            && answer::answering_many(slot, dest))
+            || (awaited && on_worker && buffers.count_in_poll(current_poll()) >= BURST_CALLS);
+        if !together {
+            return None;
+        }
+        self.settings.adaptive(slot).map(|bounds| bounds.start())
     }
 
     /// The rest of [`push`](Self::push) when the policy must decide: the

@@ -225,8 +225,8 @@ impl Locality {
         {
             let _handler = HandlerScope::enter();
             let _answers = match found {
-                Some((slot, _)) if whole => self.answer_run(slot, source),
-                _ => None,
+                Some((slot, _)) => self.answer_run(slot, source, count, whole),
+                None => None,
             };
             let outer = label_poll(&self.sched, action_label(action));
             let ((), ns) = timed(|| self.run_calls(source, &body, action, found, count));
@@ -242,17 +242,28 @@ impl Locality {
         true
     }
 
-    /// Under adaptive coalescing, makes the responses to the run of calls
-    /// of the action in `slot` from `source` that is about to run leave
-    /// together when it is done (see `aggregate/answer.rs`): what the
-    /// returned guard does when dropped. `None` for an action with a
-    /// static setting, and for calls of this locality's own.
-    fn answer_run(&self, slot: usize, source: LocalityId) -> Option<Answers<'_>> {
+    /// Under adaptive coalescing, makes the responses to the run of
+    /// `calls` calls of the action in `slot` from `source` that is about
+    /// to run leave together when it is done, if it came `whole` (see
+    /// `aggregate/answer.rs`): what the returned guard does when dropped.
+    /// A piece of a run split between tasks keeps the buffer's setting
+    /// (its responses join those of the other pieces), but where that is
+    /// off, a piece of many calls still answers them together. `None` for
+    /// an action with a static setting, and for calls of this locality's
+    /// own.
+    fn answer_run(
+        &self,
+        slot: usize,
+        source: LocalityId,
+        calls: u32,
+        whole: bool,
+    ) -> Option<Answers<'_>> {
         (source != self.here && self.aggregator.adaptive(slot).is_some()).then(|| Answers {
             locality: self,
             slot,
             source,
-            _scope: Answering::enter(slot, source),
+            whole,
+            _scope: Answering::enter(slot, source, calls, whole),
         })
     }
 
@@ -410,11 +421,16 @@ struct Answers<'a> {
     locality: &'a Locality,
     slot: usize,
     source: LocalityId,
+    /// Whether the run came whole (a piece's responses stay buffered).
+    whole: bool,
     _scope: Answering,
 }
 
 impl Drop for Answers<'_> {
     fn drop(&mut self) {
+        if !self.whole {
+            return;
+        }
         let locality = self.locality;
         locality
             .aggregator

@@ -60,6 +60,7 @@ pub(crate) use sites::{
     untimed_after_sample,
 };
 pub(crate) use stats::{StatsSnapshot, WorkerStats};
+pub(crate) use worker::current_poll;
 pub(crate) use worker::{charge_network, fork_join, join_policy, label_poll, on_worker};
 pub use yield_now::{YieldNow, yield_now};
 

@@ -279,6 +279,20 @@ impl Drop for FinishGuard {
 }
 
 thread_local! {
+    /// Task polls this worker thread has begun (see [`current_poll`]).
+    static POLLS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Which poll of a task the calling worker thread is in: the same number
+/// for everything one poll does (the inlined tasks it runs included), a
+/// new one for the next poll; always 0 off the workers. Tells calls a
+/// task issued together, in one go, from calls issued by several polls.
+#[inline]
+pub(crate) fn current_poll() -> u64 {
+    POLLS.get()
+}
+
+thread_local! {
     /// Nanoseconds the current task spent sending frames, charged by the
     /// send path and moved from task time to background time after the poll.
     static NETWORK_NS: Cell<u64> = const { Cell::new(0) };
@@ -414,6 +428,7 @@ impl WorkerLoop<'_> {
                 // The start for the watchdog: at most a group of short
                 // polls early.
                 slot.begin_poll(last + self.gap_ticks);
+                POLLS.set(POLLS.get() + 1);
                 runnable.run();
                 slot.end_poll();
                 self.stats.polls += 1;
