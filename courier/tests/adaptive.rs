@@ -355,7 +355,8 @@ async fn messages(rt: &Runtime, l: u32) -> (f64, f64) {
 /// Where an adaptive action's coalescing is off (its tuners turn it off
 /// for calls awaited one at a time), calls issued together still leave
 /// together: a burst of 2,000 calls goes in few messages, and so do its
-/// responses, at once (not an epoch of the tuner later); lone calls and
+/// responses and a burst of posts, at once (not epochs of the tuner
+/// later); lone calls and
 /// their responses go alone again after it, in messages of their own,
 /// through no buffer.
 #[test]
@@ -395,6 +396,13 @@ fn a_burst_is_coalesced_where_an_adaptive_action_is_off() {
                 responses <= 100.0,
                 "2,000 responses in {responses} messages"
             );
+            for i in 0..2000 {
+                rt.post(peer, echo, (i,))?;
+            }
+            rt.flush();
+            let after = (messages(&rt, 0).await, messages(&rt, 1).await);
+            let posts = after.0.0 - before.0.0 - calls;
+            assert!(posts <= 100.0, "2,000 posts in {posts} messages");
             assert!(one_at_a_time(&rt, peer, 20).await > 0);
             let last = (messages(&rt, 0).await, messages(&rt, 1).await);
             if !still_off().await? {

@@ -92,6 +92,11 @@ pub(crate) const CONFIRM_EPOCHS: u32 = 3;
 /// 133 parcels a message for the first 30 ms of the next batch.
 pub(crate) const CONFIRM_SLOWER_EPOCHS: u32 = 10;
 
+/// How many times faster than its phase traffic of posts must be, while
+/// coalescing is off, for one epoch to begin a new phase. A guess, tune
+/// me.
+pub(crate) const OFF_SPEEDUP: f64 = 8.0;
+
 /// Epochs whose cost per parcel is averaged to judge a setting, after
 /// one left out (it mixes the old setting, and the flush of the change).
 /// One epoch's cost swung 3–40 ns on ig. A guess, tune me.
@@ -386,10 +391,10 @@ impl Tuner {
                 // CONFIRM_EPOCHS, then a moving mean of as many (a first
                 // epoch that caught the end of the last phase is
                 // outweighed, and after a slowdown's ten it is forgotten).
-                // A batch after calls awaited one at a time waits for
-                // its three epochs as any change does: its calls are
-                // coalesced meanwhile all the same (`Aggregator::push`
-                // coalesces what one poll issues together).
+                // A batch of calls after calls awaited one at a time
+                // waits for its three epochs as most changes do: what one
+                // poll issues together is coalesced meanwhile all the
+                // same (`Aggregator::push`).
                 let cost = epoch.cost_ns_per_parcel;
                 let (mut mean, mut mean_cost, mut count) =
                     self.candidate.unwrap_or((*now, cost, 0));
@@ -415,6 +420,21 @@ impl Tuner {
                         CONFIRM_EPOCHS
                     }
                     Some(phase) if now.parcels_per_s < phase.parcels_per_s => CONFIRM_SLOWER_EPOCHS,
+                    // Posts many times faster while coalescing is off pay
+                    // a message a post until the phase is confirmed, where
+                    // many tasks post one each (those one poll issues
+                    // together are coalesced all the same): one epoch
+                    // confirms it. Not for awaited calls: the first epoch
+                    // of a batch after calls awaited one at a time still
+                    // counts the lone calls, whose κ of 1 made the model
+                    // choose 3 parcels a message for the batch.
+                    Some(phase)
+                        if self.in_force == Coalescing::Off
+                            && !now.mostly_awaited()
+                            && now.parcels_per_s > phase.parcels_per_s * OFF_SPEEDUP =>
+                    {
+                        1
+                    }
                     _ => CONFIRM_EPOCHS,
                 };
                 if count < confirm {
@@ -900,14 +920,30 @@ mod tests {
         assert!(tuner.observe(&tail, &MACHINE).is_some());
     }
 
-    #[test]
-    fn traffic_that_speeds_up_while_off_is_confirmed_as_any_change() {
-        // The calls a poll issues together are coalesced under off all
-        // the same (`Aggregator::push`): one odd epoch begins no phase.
+    /// A tuner that turned coalescing off for calls awaited one at a time.
+    fn off_for_lone_calls() -> Tuner {
         let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, awaited(30_000.0, 1.0), 0.0, 0.0, 10);
         assert_eq!(tuner.in_force(), Coalescing::Off);
+        tuner
+    }
+
+    #[test]
+    fn posts_that_speed_up_while_off_are_a_new_phase_at_once() {
+        let mut tuner = off_for_lone_calls();
         let batch = epoch(posts(3e6, 8.0), tuner.in_force(), 0.0, 0.0, 0);
+        let d = tuner
+            .observe(&batch, &MACHINE)
+            .expect("a new phase at once");
+        assert!(matches!(d.reason, Reason::NewPhase { .. }), "{d:?}");
+    }
+
+    #[test]
+    fn awaited_calls_that_speed_up_while_off_are_confirmed_as_any_change() {
+        // What one poll issues together is coalesced under off all the
+        // same (`Aggregator::push`): one odd epoch begins no phase.
+        let mut tuner = off_for_lone_calls();
+        let batch = epoch(awaited(3e6, 1000.0), tuner.in_force(), 0.0, 0.0, 0);
         for _ in 1..CONFIRM_EPOCHS {
             assert_eq!(tuner.observe(&batch, &MACHINE), None);
         }

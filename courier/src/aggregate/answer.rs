@@ -67,3 +67,31 @@ pub(crate) fn answering(slot: usize, dest: LocalityId) -> bool {
 pub(crate) fn answering_many(slot: usize, dest: LocalityId) -> bool {
     matches!(ANSWERING.get(), Some((s, d, true, _)) if (s, d) == (slot, dest))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_whole_run_is_answered_together_but_a_piece_of_many_calls_answers_them_together() {
+        let (slot, caller, other) = (3, LocalityId::new(1), LocalityId::new(2));
+        assert!(!answering(slot, caller) && !answering_many(slot, caller));
+        {
+            let _whole = Answering::enter(slot, caller, 10, true);
+            assert!(answering(slot, caller) && answering_many(slot, caller));
+            assert!(!answering(slot, other) && !answering_many(slot + 1, caller));
+            {
+                // A piece of a run split between tasks, nested (a task
+                // handling it inline): its responses are not the run's.
+                let _piece = Answering::enter(slot, caller, 5, false);
+                assert!(!answering(slot, caller) && answering_many(slot, caller));
+            }
+            assert!(answering(slot, caller), "the outer scope is back");
+        }
+        let alone = Answering::enter(slot, caller, 1, true);
+        assert!(answering(slot, caller) && !answering_many(slot, caller));
+        drop(alone);
+        let _piece_of_one = Answering::enter(slot, caller, 1, false);
+        assert!(!answering(slot, caller) && !answering_many(slot, caller));
+    }
+}

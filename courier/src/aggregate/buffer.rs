@@ -211,15 +211,16 @@ impl Buffer {
         self.escaped = false;
     }
 
-    /// Whether the buffer coalesces under `policy` although its setting is
-    /// off (an adaptive action's tuner chose off, and these parcels were
-    /// issued together: `Aggregator::escape_off`).
+    /// Whether the buffer coalesces under a count policy although its
+    /// setting is off (an adaptive action's, and these parcels came
+    /// together: `Aggregator::escape_off`).
     pub(crate) fn escaped(&self) -> bool {
         self.escaped
     }
 
     /// Holds the parcels of this empty buffer, whose setting is off, under
-    /// `policy` from now on, until [`set`](Self::set) puts off back.
+    /// `policy` from now on, until the next [`set`](Self::set) (of off
+    /// again, or of a setting that changed).
     pub(crate) fn escape(&mut self, policy: CountPolicy) {
         debug_assert!(self.frame.is_empty() && !self.setting.is_on());
         self.set(Coalescing::Count(policy));

@@ -110,8 +110,8 @@ struct Bursts {
     squares: AtomicU64,
 }
 
-/// Awaited calls a task issues in one poll from which on the calls of an
-/// adaptive action whose tuner chose off are coalesced all the same (see
+/// Parcels a task issues in one poll from which on the parcels of an
+/// adaptive action whose setting is off are coalesced all the same (see
 /// `Aggregator::escape_off`): the task issued them together, and they
 /// leave when the worker runs out of tasks. A call awaited alone, or a
 /// few together, stays a message of its own; so do calls issued one a
@@ -308,7 +308,7 @@ impl Aggregator {
             buffer
         } else {
             let escaped = buffer.escaped();
-            let escape = self.escape_off(&mut buffers, on_worker, slot, lane, dest, awaited);
+            let escape = self.escape_off(&mut buffers, on_worker, slot, lane, dest);
             let buffer = buffers
                 .get_mut(lane, dest.index())
                 .unwrap_or_else(|| unreachable!("the buffer was just made"));
@@ -347,17 +347,20 @@ impl Aggregator {
     }
 
     /// The count policy under which the parcels into an empty buffer of an
-    /// adaptive action whose tuner chose off are held all the same, if
-    /// they come together: responses to a run of more than one call
-    /// being answered (they leave when the run is done, as under any
-    /// count), or the awaited calls a task issues in one poll from the
+    /// adaptive action whose setting is off (its tuner's choice for calls
+    /// awaited one at a time) are held all the same, if they come
+    /// together: responses to a run of more than one call being answered
+    /// (those of a whole run leave when it is done, those of a piece of a
+    /// run split between tasks with the count, the timer or the idle
+    /// worker), or the calls and posts one poll of a task issues from the
     /// [`BURST_CALLS`]-th on (they leave when the worker runs out of
-    /// tasks, or when the policy's count or timer says; the next poll's
-    /// first calls go alone again). The tuner judges traffic an epoch
-    /// (10 ms) at a time and confirms a change over three: a batch of
-    /// calls after calls awaited one at a time ran its first epochs a
-    /// message a call, at a thirteenth of the speed (BENCHMARKS.md, issue
-    /// #15). `None` keeps the parcel alone, as off says.
+    /// tasks, or when the count or the timer says; once they have left,
+    /// the next poll's first calls go alone again). The tuner judges
+    /// traffic an epoch (10 ms) at a time and confirms a change of
+    /// awaited calls over three: a batch of calls after calls awaited one
+    /// at a time ran its first epochs a message a call, at a thirteenth
+    /// of the speed (BENCHMARKS.md, issue #15, ninth part). `None` keeps
+    /// the parcel alone, as off says.
     fn escape_off(
         &self,
         buffers: &mut Locked<'_>,
@@ -365,15 +368,12 @@ impl Aggregator {
         slot: usize,
         lane: usize,
         dest: LocalityId,
-        awaited: bool,
     ) -> Option<CountPolicy> {
+        let bounds = self.settings.adaptive(slot)?;
         let together = (lane_parts(lane).1 == RunKind::Responses
             && answer::answering_many(slot, dest))
-            || (awaited && on_worker && buffers.count_in_poll(current_poll()) >= BURST_CALLS);
-        if !together {
-            return None;
-        }
-        self.settings.adaptive(slot).map(|bounds| bounds.start())
+            || (on_worker && buffers.count_in_poll(current_poll()) >= BURST_CALLS);
+        together.then(|| bounds.start())
     }
 
     /// The rest of [`push`](Self::push) when the policy must decide: the

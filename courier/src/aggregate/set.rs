@@ -80,24 +80,27 @@ pub(crate) struct Buffers {
     /// The earliest deadline of a buffer of the set (`u64::MAX`: none); it
     /// may be early (its buffer flushed since), never late.
     pub(crate) earliest: u64,
-    /// The worker's poll (`sched::current_poll`) that pushed the last
-    /// awaited call into an empty buffer whose setting is off, and how
-    /// many such calls it pushed (see `Aggregator::escape_off`).
-    pub(crate) poll: u64,
-    pub(crate) calls_in_poll: u64,
+    /// The poll (`sched::current_poll`) of the worker's last parcel into
+    /// an empty buffer of an adaptive action that was off or escaped
+    /// (`Aggregator::escape_off`)...
+    poll: u64,
+    /// ...and how many such parcels that poll pushed (those that joined
+    /// an escaped buffer's frame are not counted).
+    in_poll: u64,
 }
 
 impl Buffers {
-    /// Counts an awaited call pushed in `poll` into an empty buffer whose
-    /// setting is off; returns how many such calls `poll` pushed.
+    /// Counts a parcel pushed in `poll` into an empty buffer of an
+    /// adaptive action that is off or escaped; returns how many such
+    /// parcels `poll` pushed.
     pub(crate) fn count_in_poll(&mut self, poll: u64) -> u64 {
         if self.poll == poll {
-            self.calls_in_poll += 1;
+            self.in_poll += 1;
         } else {
             self.poll = poll;
-            self.calls_in_poll = 1;
+            self.in_poll = 1;
         }
-        self.calls_in_poll
+        self.in_poll
     }
 }
 
@@ -118,7 +121,7 @@ impl BufferSet {
             listed: Vec::new(),
             pushes: 0,
             poll: 0,
-            calls_in_poll: 0,
+            in_poll: 0,
             earliest: u64::MAX,
         };
         BufferSet {

@@ -22,6 +22,9 @@ struct ActionSettings {
     /// The bounds of the action's tuner if it is adaptive (its default
     /// then holds what the tuner set).
     adaptive: RwLock<Option<AdaptivePolicy>>,
+    /// Whether `adaptive` holds bounds: one load for the send path, which
+    /// asks for every burst of calls under off.
+    is_adaptive: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -47,6 +50,7 @@ impl Settings {
                     Coalescing::Adaptive(bounds) => Some(bounds),
                     _ => None,
                 }),
+                is_adaptive: AtomicBool::new(matches!(default, Coalescing::Adaptive(_))),
                 table: RwLock::new(Table {
                     default: default.in_force(),
                     per_destination: FxHashMap::default(),
@@ -79,11 +83,16 @@ impl Settings {
     /// towards every destination stops it.
     pub(crate) fn set(&self, slot: usize, dest: Option<LocalityId>, setting: Coalescing) {
         let action = &self.actions[slot];
+        let mut adaptive = action.adaptive.write();
         match (setting, dest) {
-            (Coalescing::Adaptive(bounds), _) => *action.adaptive.write() = Some(bounds),
-            (_, None) => *action.adaptive.write() = None,
+            (Coalescing::Adaptive(bounds), _) => *adaptive = Some(bounds),
+            (_, None) => *adaptive = None,
             (_, Some(_)) => {}
         }
+        action
+            .is_adaptive
+            .store(adaptive.is_some(), Ordering::Relaxed);
+        drop(adaptive);
         self.put(slot, dest, setting.in_force());
     }
 
@@ -108,7 +117,11 @@ impl Settings {
 
     /// The bounds of the tuner of the action in `slot`, if it is adaptive.
     pub(crate) fn adaptive(&self, slot: usize) -> Option<AdaptivePolicy> {
-        *self.actions[slot].adaptive.read()
+        let action = &self.actions[slot];
+        if !action.is_adaptive.load(Ordering::Relaxed) {
+            return None;
+        }
+        *action.adaptive.read()
     }
 
     /// The number of actions.

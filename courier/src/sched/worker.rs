@@ -284,9 +284,11 @@ thread_local! {
 }
 
 /// Which poll of a task the calling worker thread is in: the same number
-/// for everything one poll does (the inlined tasks it runs included), a
-/// new one for the next poll; always 0 off the workers. Tells calls a
-/// task issued together, in one go, from calls issued by several polls.
+/// for everything one poll does (the inlined tasks and the forked
+/// closures it runs included), a new one for the next poll; between two
+/// polls (background work), the last one's; always 0 off the workers.
+/// Tells calls a task issued together, in one go, from calls issued by
+/// several polls.
 #[inline]
 pub(crate) fn current_poll() -> u64 {
     POLLS.get()
