@@ -2,9 +2,10 @@
 # Two builds side by side on the latency-bound workloads: each round runs
 # the toy's ten phases (batch, bursty, steady, sparse, awaits, twice) and
 # `pingpong --latency-only` under `on`, `off` and `adaptive`, each with
-# build A then build B, interleaved; prints each workload's median per
-# build and setting (calls/s for batch, mean µs from a call to its result
-# for the other toy phases, median round trip for pingpong).
+# build A then build B (B first in even rounds), interleaved; prints each
+# workload's median per build and setting (calls/s for batch, mean µs
+# from a call to its result for the other toy phases, median round trip
+# for pingpong). A run that fails stops the script with its error.
 #
 #   bench/latency-ab.sh A_RELEASE_DIR B_RELEASE_DIR [ROUNDS] [OUT]
 #   bench/latency-ab.sh /work/main/target/release target/release 5
@@ -19,25 +20,44 @@ rounds=${3:-5}
 out=${4:-/tmp/latency-ab.txt}
 : >"$out"
 field() { grep -o "$1=[0-9.]*" <<<"$2" | cut -d= -f2 || true; }
-for _ in $(seq 1 "$rounds"); do
-    for cfg in A:on B:on A:off B:off A:adaptive B:adaptive; do
-        dir=$a
-        [ "${cfg%%:*}" = B ] && dir=$b
-        spec=${cfg##*:}
-        "$dir/toy" --localities 2 --workload batch,bursty,steady,sparse,awaits \
-            --parcels 400000 --phases 10 --coalescing "$spec" 2>/dev/null |
-            grep -E '^phase' | while read -r line; do
+# Runs a command; prints its standard output, or says which run failed,
+# with its standard error, and stops the script.
+run() {
+    local err
+    err=$(mktemp)
+    if ! "$@" 2>"$err"; then
+        echo "latency-ab.sh: failed: $*" >&2
+        cat "$err" >&2
+        rm -f "$err"
+        exit 1
+    fi
+    rm -f "$err"
+}
+for round in $(seq 1 "$rounds"); do
+    # A before B in odd rounds, B before A in even ones: a drift of the
+    # machine over the run weighs on both builds alike.
+    first=A second=B
+    if [ $((round % 2)) = 0 ]; then first=B second=A; fi
+    for spec in on off adaptive; do
+        for build in $first $second; do
+            cfg=$build:$spec
+            dir=$a
+            [ "$build" = B ] && dir=$b
+            toy=$(run "$dir/toy" --localities 2 --workload batch,bursty,steady,sparse,awaits \
+                --parcels 400000 --phases 10 --coalescing "$spec")
+            grep -E '^phase' <<<"$toy" | while read -r line; do
                 w=$(grep -o 'workload=[a-z]*' <<<"$line" | cut -d= -f2)
                 v=$(field latency_us "$line")
                 [ -z "$v" ] && v=$(field calls_per_s "$line")
                 echo "$cfg $w $v" >>"$out"
             done
-        "$dir/pingpong" --localities 2 --latency-only --iterations 2000 \
-            --coalescing "$spec" 2>/dev/null |
-            grep -E '^phase' | while read -r line; do
+            pp=$(run "$dir/pingpong" --localities 2 --latency-only --iterations 2000 \
+                --coalescing "$spec")
+            grep -E '^phase' <<<"$pp" | while read -r line; do
                 w=pp_$(grep -o 'pattern=[a-z_]*' <<<"$line" | cut -d= -f2)
                 echo "$cfg $w $(field rtt_us "$line")" >>"$out"
             done
+        done
     done
 done
 python3 - "$out" <<'PY'

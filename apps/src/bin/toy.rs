@@ -190,7 +190,12 @@ struct Pacing {
 async fn paced(rt: &Runtime, target: LocalityId, pacing: Pacing) -> Result<Tally, CallError> {
     let start = Instant::now();
     let mut in_flight: VecDeque<Timed> = VecDeque::new();
-    let mut tally = Tally::default();
+    // Room for every latency up front: the pacer does not stop to grow it.
+    let calls = u64::from(pacing.groups).saturating_mul(pacing.group);
+    let mut tally = Tally {
+        latencies: Vec::with_capacity(usize::try_from(calls).unwrap_or(0).min(1 << 24)),
+        ..Tally::default()
+    };
     for g in 0..pacing.groups {
         let due = start + pacing.gap * g;
         let now = Instant::now();
