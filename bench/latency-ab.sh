@@ -11,28 +11,16 @@
 #   bench/latency-ab.sh /work/main/target/release target/release 5
 #
 # OUT (default /tmp/latency-ab.txt) gets one line per phase: build:setting
-# workload figure. Unlike bench/toy-ab.sh (adaptive under two builds, off
-# under A), every setting runs under both builds.
+# workload figure (and, for the toy, the decisions it made). Unlike
+# bench/toy-ab.sh (adaptive under two builds, off under A), every setting
+# runs under both builds.
 set -euo pipefail
 a=$1
 b=$2
 rounds=${3:-5}
 out=${4:-/tmp/latency-ab.txt}
 : >"$out"
-field() { grep -o "$1=[0-9.]*" <<<"$2" | cut -d= -f2 || true; }
-# Runs a command; prints its standard output, or says which run failed,
-# with its standard error, and stops the script.
-run() {
-    local err
-    err=$(mktemp)
-    if ! "$@" 2>"$err"; then
-        echo "latency-ab.sh: failed: $*" >&2
-        cat "$err" >&2
-        rm -f "$err"
-        exit 1
-    fi
-    rm -f "$err"
-}
+. "$(dirname "$0")/ab-lib.sh"
 for round in $(seq 1 "$rounds"); do
     # A before B in odd rounds, B before A in even ones: a drift of the
     # machine over the run weighs on both builds alike.
@@ -43,14 +31,7 @@ for round in $(seq 1 "$rounds"); do
             cfg=$build:$spec
             dir=$a
             [ "$build" = B ] && dir=$b
-            toy=$(run "$dir/toy" --localities 2 --workload batch,bursty,steady,sparse,awaits \
-                --parcels 400000 --phases 10 --coalescing "$spec")
-            grep -E '^phase' <<<"$toy" | while read -r line; do
-                w=$(grep -o 'workload=[a-z]*' <<<"$line" | cut -d= -f2)
-                v=$(field latency_us "$line")
-                [ -z "$v" ] && v=$(field calls_per_s "$line")
-                echo "$cfg $w $v" >>"$out"
-            done
+            toy_rows "$cfg" "$dir" "$spec" >>"$out"
             pp=$(run "$dir/pingpong" --localities 2 --latency-only --iterations 2000 \
                 --coalescing "$spec")
             grep -E '^phase' <<<"$pp" | while read -r line; do
@@ -64,7 +45,7 @@ python3 - "$out" <<'PY'
 import collections, statistics, sys
 figures = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    cfg, w, v = line.split()
+    cfg, w, v = line.split()[:3]
     figures[(cfg, w)].append(float(v))
 configs = ["A:on", "B:on", "A:off", "B:off", "A:adaptive", "B:adaptive"]
 print("%-16s" % "workload" + "".join("%13s" % c for c in configs))

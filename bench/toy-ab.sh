@@ -10,26 +10,19 @@
 #   bench/toy-ab.sh /work/wt-base/target/release target/release 7
 #
 # OUT (default /tmp/toy-ab.txt) gets one line per phase: config workload
-# figure decisions.
+# figure decisions. A run that fails stops the script with its error.
 set -euo pipefail
 a=$1
 b=$2
 rounds=${3:-7}
 out=${4:-/tmp/toy-ab.txt}
 : >"$out"
+. "$(dirname "$0")/ab-lib.sh"
 for _ in $(seq 1 "$rounds"); do
     for cfg in A:adaptive B:adaptive A:off; do
         dir=$a
         [ "${cfg%%:*}" = B ] && dir=$b
-        "$dir/toy" --localities 2 --workload batch,bursty,steady,sparse,awaits \
-            --parcels 400000 --phases 10 --coalescing "${cfg##*:}" 2>/dev/null |
-            grep -E '^phase' | while read -r line; do
-                w=$(grep -o 'workload=[a-z]*' <<<"$line" | cut -d= -f2)
-                v=$(grep -o 'latency_us=[0-9.]*' <<<"$line" | cut -d= -f2 || true)
-                [ -z "$v" ] && v=$(grep -o 'calls_per_s=[0-9.]*' <<<"$line" | cut -d= -f2)
-                d=$(grep -o ' decisions=[0-9]*' <<<"$line" | cut -d= -f2 || true)
-                echo "$cfg $w $v ${d:-0}" >>"$out"
-            done
+        toy_rows "$cfg" "$dir" "${cfg##*:}" >>"$out"
     done
 done
 python3 - "$out" <<'PY'

@@ -308,7 +308,7 @@ impl Aggregator {
             buffer
         } else {
             let escaped = buffer.escaped();
-            let escape = self.escape_off(&mut buffers, on_worker, slot, lane, dest);
+            let escape = self.escape_off(&mut buffers, on_worker, lane, dest);
             let buffer = buffers
                 .get_mut(lane, dest.index())
                 .unwrap_or_else(|| unreachable!("the buffer was just made"));
@@ -365,13 +365,11 @@ impl Aggregator {
         &self,
         buffers: &mut Locked<'_>,
         on_worker: bool,
-        slot: usize,
         lane: usize,
         dest: LocalityId,
     ) -> Option<CountPolicy> {
-        let bounds = self.settings.adaptive(slot)?;
-        let together = (lane_parts(lane).1 == RunKind::Responses
-            && answer::answering_many(slot, dest))
+        let bounds = self.settings.adaptive(lane_parts(lane).0)?;
+        let together = Self::answering_many(lane, dest)
             || (on_worker && buffers.count_in_poll(current_poll()) >= BURST_CALLS);
         together.then(|| bounds.start())
     }
@@ -435,6 +433,15 @@ impl Aggregator {
     fn answering(lane: usize, dest: LocalityId) -> bool {
         let (slot, kind) = lane_parts(lane);
         kind == RunKind::Responses && answer::answering(slot, dest)
+    }
+
+    /// Whether `lane` to `dest` holds responses to a run (whole or a
+    /// piece) of more than one call this thread is handling: they came
+    /// together, and may leave together where the setting is off (see
+    /// `answer.rs`).
+    fn answering_many(lane: usize, dest: LocalityId) -> bool {
+        let (slot, kind) = lane_parts(lane);
+        kind == RunKind::Responses && answer::answering_many(slot, dest)
     }
 
     /// Every [`CHECK_EVERY`]-th parcel of a worker that stays in its

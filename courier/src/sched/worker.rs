@@ -279,7 +279,9 @@ impl Drop for FinishGuard {
 }
 
 thread_local! {
-    /// Task polls this worker thread has begun (see [`current_poll`]).
+    /// Task polls this worker thread has begun (see [`current_poll`]); a
+    /// worker's thread runs no other worker, so this is also its count of
+    /// polls (`WorkerStats::polls`, copied when it publishes).
     static POLLS: Cell<u64> = const { Cell::new(0) };
 }
 
@@ -433,7 +435,6 @@ impl WorkerLoop<'_> {
                 POLLS.set(POLLS.get() + 1);
                 runnable.run();
                 slot.end_poll();
-                self.stats.polls += 1;
                 self.group.polls += 1;
                 since_background += 1;
                 if self.group.polls >= self.group.len || since_background >= BACKGROUND_INTERVAL {
@@ -587,6 +588,7 @@ impl WorkerLoop<'_> {
         // with them sees them spawned too (`Scheduler::snapshot`).
         published.count_spawns(done - self.inlined_done_published);
         self.inlined_done_published = done;
+        self.stats.polls = POLLS.get();
         self.stats.finished = FINISHED.get() + done;
         self.stats.inlined = done + INLINED_WAITED.get();
         published.publish(&self.stats, &self.poll_histogram);
@@ -605,7 +607,7 @@ impl WorkerLoop<'_> {
         // rescheduling itself here (a `yield_now` loop) must not starve the
         // tasks other threads spawn or wake (the monitor thread's
         // deliveries, the timer's wake-ups, the program's main thread).
-        if self.stats.polls % INJECTOR_INTERVAL == INJECTOR_INTERVAL - 1 {
+        if POLLS.get() % INJECTOR_INTERVAL == INJECTOR_INTERVAL - 1 {
             if let Steal::Success(runnable) = self.sched.injector.steal() {
                 return Some(runnable);
             }
