@@ -337,6 +337,8 @@ read -r -a workloads <<<"${WORKLOADS:-$ALL_WORKLOADS}"
     echo "date: $(date -u +%FT%TZ)"
     echo "commit: $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
     echo "host: $(uname -srm), $(nproc) cores"
+    # Latency rows depend on the guest's idle polling (bench/idle-poll.sh).
+    echo "idle: $("$here/idle-poll.sh" show | paste -sd' ')"
     echo "invoked as: $argv"
     echo "expanded: $0 -n $RUNS -o $OUT $(tr '\n' ' ' <"$OUT/specs.txt")"
     echo "workloads: ${workloads[*]}"
