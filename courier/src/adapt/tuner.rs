@@ -48,6 +48,14 @@
 //! nor tell calls issued together from calls a busy worker issued one by
 //! one without running out of tasks.
 //!
+//! Awaited calls that slow down by more than the phase change's factor
+//! under a setting that holds them far longer than the model's would
+//! (`Tuner::holds_far_longer`) do not wait out the slowdown's
+//! confirmation in those buffers: off stands in from the first such epoch
+//! (`Reason::OffUntilConfirmed`, the new phase's first decision; what
+//! comes together is still coalesced under off), and the phase's setting
+//! comes back if the slowdown does not last (`Reason::NotAPhase`).
+//!
 //! Then it stays put until the traffic changes: no decision is made while
 //! it is steady.
 
@@ -91,6 +99,15 @@ pub(crate) const CONFIRM_EPOCHS: u32 = 3;
 /// slowdown is often the tail of a burst: ig's between two batches set
 /// 133 parcels a message for the first 30 ms of the next batch.
 pub(crate) const CONFIRM_SLOWER_EPOCHS: u32 = 10;
+
+/// The shortest wait in a buffer of the setting in force (the time its
+/// first parcel waits for the others, at the slower rate) for which off
+/// stands in while a slowdown of awaited calls is confirmed
+/// (`Tuner::off_until_confirmed`): a hundred loopback round trips. The
+/// dips of parquet's iterations (0.4 ms under its 64 parcels) must not
+/// make two decisions in a steady phase; steady calls after bursts waited
+/// 10 ms. A guess, tune me.
+const STAND_IN_WAIT_NS: f64 = 1e6;
 
 /// How many times faster than its phase traffic of posts must be, while
 /// coalescing is off, for one epoch to begin a new phase. A guess, tune
@@ -238,6 +255,12 @@ pub(crate) enum Reason {
     /// Without coalescing the awaited calls took this long to come back,
     /// against this long under the model's setting: back to the model's.
     RevertOff { off_ns: f64, model_ns: f64 },
+    /// Awaited calls slowed down to this rate under a setting that holds
+    /// them far longer than the model's would: off (what comes together
+    /// is still coalesced) until the new phase is confirmed.
+    OffUntilConfirmed { parcels_per_s: f64 },
+    /// The slowdown did not last: back to the phase's setting.
+    NotAPhase,
 }
 
 impl fmt::Display for Reason {
@@ -279,6 +302,12 @@ impl fmt::Display for Reason {
                 off_ns / 1e3,
                 model_ns / 1e3
             ),
+            Reason::OffUntilConfirmed { parcels_per_s } => write!(
+                f,
+                "awaited calls slowed to {parcels_per_s:.0}/s, held far longer than the \
+                 model's setting would: off until the phase is confirmed"
+            ),
+            Reason::NotAPhase => write!(f, "the slowdown did not last: back"),
         }
     }
 }
@@ -322,6 +351,10 @@ pub(crate) struct Tuner {
     in_force: Coalescing,
     /// Decisions in the current phase (at most 3).
     in_phase: u32,
+    /// The setting of the phase in force, while off stands in for it
+    /// until a slowdown of awaited calls is confirmed as a new phase
+    /// (`Reason::OffUntilConfirmed`).
+    stood_in_for: Option<Coalescing>,
     /// Decisions made in all.
     decisions: u64,
     /// κ the program declared for the action, instead of the one inferred
@@ -340,6 +373,7 @@ impl Tuner {
             step: Step::Settled,
             in_force,
             in_phase: 0,
+            stood_in_for: None,
             decisions: 0,
             declared_kappa: None,
         }
@@ -383,6 +417,9 @@ impl Tuner {
                 // Alike: the phase goes on; its mean follows slow drift.
                 self.candidate = None;
                 self.phase = Some(phase.toward(now, 1.0 / f64::from(PHASE_MEAN_EPOCHS)));
+                if let Some(setting) = self.stood_in_for.take() {
+                    return self.decide(setting, Reason::NotAPhase);
+                }
             }
             phase => {
                 // Unlike the phase (or the first traffic): a candidate for
@@ -438,7 +475,7 @@ impl Tuner {
                     _ => CONFIRM_EPOCHS,
                 };
                 if count < confirm {
-                    return None;
+                    return self.off_until_confirmed(phase.as_ref(), &mean, machine);
                 }
                 self.candidate = None;
                 return self.begin_phase(&mean, mean_cost, machine);
@@ -455,6 +492,11 @@ impl Tuner {
             Step::Settled => None,
             Step::Measure { model } => {
                 self.step = Step::Settled;
+                if self.in_phase >= 2 {
+                    // No room left for a trial and its way back: off
+                    // stood in for the phase's setting before it.
+                    return None;
+                }
                 let Coalescing::Count(policy) = model else {
                     return None;
                 };
@@ -508,11 +550,25 @@ impl Tuner {
         machine: &Machine,
     ) -> Option<Decision> {
         self.phase = Some(*traffic);
-        self.in_phase = 0;
+        let stood_in = self.stood_in_for.take().is_some();
+        if !stood_in {
+            self.in_phase = 0;
+        }
         let kappa = self.kappa(traffic);
         let tolerant = kappa < LATENCY_BOUND_KAPPA;
         let (n, model) = self.model(traffic, machine);
         self.step = Step::Measure { model };
+        if stood_in
+            && let Coalescing::Count(policy) = model
+            && self.worth_trying_off(&policy, machine)
+        {
+            // Off stood in while the phase was confirmed: the trial
+            // without coalescing the model's few parcels a message would
+            // get is what ran.
+            self.step = Step::Settled;
+            self.samples = Samples::default();
+            return None;
+        }
         if tolerant && let Some(held) = self.holds_between(traffic, n, n * LARGER) {
             // Already where the model's search begins, on the cheap side
             // of the optimum: moving down to the model's count first would
@@ -616,6 +672,62 @@ impl Tuner {
         phase.mostly_awaited()
             && policy.num_parcels <= SMALL_COUNT
             && affordable_off(&phase, machine)
+    }
+
+    /// Off in force at the first epoch of awaited calls that slowed down
+    /// (from `phase` to the candidate phase `traffic`) under a setting
+    /// that holds them far longer than the model's would, and at least
+    /// [`STAND_IN_WAIT_NS`] a buffer: until the new
+    /// phase is confirmed, which takes a slowdown ten epochs, they would
+    /// wait in buffers meant for the faster traffic (steady calls after
+    /// bursts waited up to the bursts' 10 ms, and the phase never
+    /// recovered: a mean of 0.2–1.2 ms a call against `off`'s 0.07–0.16;
+    /// BENCHMARKS.md, issue #15, tenth part). Calls that come together
+    /// are still coalesced under off (`Aggregator::push`). The decision
+    /// is the first of the new phase; if the slowdown does not last, the
+    /// phase's setting comes back (`Reason::NotAPhase`).
+    fn off_until_confirmed(
+        &mut self,
+        phase: Option<&Traffic>,
+        traffic: &Traffic,
+        machine: &Machine,
+    ) -> Option<Decision> {
+        let phase = phase?;
+        let Coalescing::Count(policy) = self.in_force else {
+            return None;
+        };
+        let wait_ns = parcels_held(&policy, traffic) / traffic.parcels_per_s.max(1.0) * 1e9;
+        if self.stood_in_for.is_some()
+            || traffic.parcels_per_s * PhaseChange::RATE >= phase.parcels_per_s
+            || !traffic.mostly_awaited()
+            || wait_ns < STAND_IN_WAIT_NS
+            || !self.holds_far_longer(traffic, machine)
+        {
+            return None;
+        }
+        self.stood_in_for = Some(self.in_force);
+        self.in_phase = 0;
+        self.decide(
+            Coalescing::Off,
+            Reason::OffUntilConfirmed {
+                parcels_per_s: traffic.parcels_per_s,
+            },
+        )
+    }
+
+    /// Whether the setting in force would hold `traffic`'s parcels in its
+    /// buffers far longer than the model's setting: [`LARGER`] times as
+    /// many a buffer (at one rate, as many times the wait), or the model
+    /// sends them off and the setting in force does not.
+    fn holds_far_longer(&self, traffic: &Traffic, machine: &Machine) -> bool {
+        match (self.in_force, self.model(traffic, machine).1) {
+            (Coalescing::Off, _) => false,
+            (_, Coalescing::Off) => true,
+            (Coalescing::Count(in_force), Coalescing::Count(model)) => {
+                parcels_held(&in_force, traffic) > LARGER * parcels_held(&model, traffic)
+            }
+            _ => false,
+        }
     }
 
     /// The parcels the setting in force sends a buffer of `traffic`, if
@@ -918,6 +1030,67 @@ mod tests {
             assert_eq!(tuner.observe(&tail, &MACHINE), None);
         }
         assert!(tuner.observe(&tail, &MACHINE).is_some());
+    }
+
+    /// A tuner settled on bursts of 2,000 awaited calls at 186,000 a second
+    /// (the toy's), and the steady 50,000 a second awaited 20 together that
+    /// follow them: the model's count for those is 20 (κ = 0.05), where
+    /// the bursts' setting holds some 500 of them a buffer.
+    fn bursts_then_steady() -> (Tuner, Coalescing, Traffic) {
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        run(&mut tuner, awaited(1.86e5, 2000.0), 0.0, 0.0, 20);
+        let bursts = tuner.in_force();
+        let held = parcels_held(
+            &count(bursts).expect("bursts are coalesced"),
+            &awaited(5e4, 20.0),
+        );
+        assert!(held > 400.0, "{bursts:?} holds {held}");
+        (tuner, bursts, awaited(5e4, 20.0))
+    }
+
+    #[test]
+    fn awaited_calls_slowing_under_far_larger_buffers_go_off_until_the_phase_is_confirmed() {
+        let (mut tuner, _, steady) = bursts_then_steady();
+        let first = epoch(steady, tuner.in_force(), 0.0, 0.0, 0);
+        let d = tuner.observe(&first, &MACHINE).expect("off at once");
+        assert_eq!(d.setting, Coalescing::Off);
+        assert!(
+            matches!(d.reason, Reason::OffUntilConfirmed { .. }),
+            "{d:?}"
+        );
+        // Once confirmed, the phase keeps off (the trial the model's count
+        // of 20 would get is what ran): no decision more.
+        let rest = run(&mut tuner, steady, 0.0, 0.0, 30);
+        assert!(rest.is_empty(), "{rest:?}");
+        assert_eq!(tuner.in_force(), Coalescing::Off);
+        assert_eq!(tuner.phase.map(|p| p.parcels_per_s), Some(5e4));
+    }
+
+    #[test]
+    fn a_slowdown_that_does_not_last_gets_the_phase_setting_back() {
+        let (mut tuner, bursts, steady) = bursts_then_steady();
+        let first = epoch(steady, tuner.in_force(), 0.0, 0.0, 0);
+        assert!(tuner.observe(&first, &MACHINE).is_some());
+        let again = epoch(awaited(1.86e5, 2000.0), tuner.in_force(), 0.0, 0.0, 1);
+        let d = tuner
+            .observe(&again, &MACHINE)
+            .expect("the bursts' setting back");
+        assert_eq!(d.reason, Reason::NotAPhase);
+        assert_eq!(d.setting, bursts);
+        let rest = run(&mut tuner, awaited(1.86e5, 2000.0), 0.0, 0.0, 20);
+        assert!(rest.is_empty(), "{rest:?}");
+    }
+
+    #[test]
+    fn a_dip_that_buffers_hold_briefly_makes_no_decision() {
+        // Parquet's iterations: awaited calls at 600,000 a second under 64
+        // parcels a message, and an epoch at a quarter of the rate (the
+        // model sends those off), whose buffers of 64 fill in 0.4 ms.
+        let mut tuner = Tuner::new(count_with(64, 1698), AdaptivePolicy::DEFAULT.into());
+        tuner.phase = Some(awaited(6e5, 5.0));
+        let dip = epoch(awaited(1.5e5, 1.0), tuner.in_force(), 0.0, 0.0, 0);
+        assert!(tuner.holds_far_longer(&dip.traffic, &MACHINE));
+        assert_eq!(tuner.observe(&dip, &MACHINE), None);
     }
 
     /// A tuner that turned coalescing off for calls awaited one at a time.
