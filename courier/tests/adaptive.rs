@@ -337,6 +337,14 @@ fn echo_off_towards(peer: u32) {
         .unwrap();
 }
 
+/// The decisions both localities' tuners of `echo` made, ever: a round
+/// in which a tuner decided anything (even away from off and back again)
+/// is done again.
+async fn echo_decisions(rt: &Runtime) -> f64 {
+    counter(rt, 0, "/adapt/count/decisions", "echo").await
+        + counter(rt, 1, "/adapt/count/decisions", "echo").await
+}
+
 /// Every message locality `l` sent (a message of its own, with
 /// coalescing off, is no buffer's), and the messages its buffers of
 /// `echo` sent.
@@ -379,13 +387,14 @@ fn a_burst_is_coalesced_where_an_adaptive_action_is_off() {
         for round in 0.. {
             assert!(round < 20, "a tuner changed the setting in every round");
             off().await?;
+            let decided = echo_decisions(&rt).await;
             let before = (messages(&rt, 0).await, messages(&rt, 1).await);
             let burst: Vec<_> = (0..2000).map(|i| rt.call(peer, echo, (i,))).collect();
             for (i, call) in burst.into_iter().enumerate() {
                 assert_eq!(call.await?, i as u64);
             }
             let after = (messages(&rt, 0).await, messages(&rt, 1).await);
-            if !still_off().await? {
+            if !still_off().await? || echo_decisions(&rt).await != decided {
                 continue;
             }
             // A few more than the frames: the counter queries themselves.
@@ -405,7 +414,7 @@ fn a_burst_is_coalesced_where_an_adaptive_action_is_off() {
             assert!(posts <= 100.0, "2,000 posts in {posts} messages");
             assert!(one_at_a_time(&rt, peer, 20).await > 0);
             let last = (messages(&rt, 0).await, messages(&rt, 1).await);
-            if !still_off().await? {
+            if !still_off().await? || echo_decisions(&rt).await != decided {
                 continue;
             }
             assert_eq!(last.0.1, after.0.1, "lone calls went through a buffer");

@@ -50,8 +50,9 @@
 //!
 //! Awaited calls that slow down by more than the phase change's factor
 //! under a setting that holds them far longer than the model's would
-//! (`Tuner::holds_far_longer`) do not wait out the slowdown's
-//! confirmation in those buffers: off stands in from the first such epoch
+//! (`Tuner::holds_far_longer`), and at least [`STAND_IN_WAIT_NS`] a
+//! buffer, do not wait out the slowdown's confirmation in those buffers:
+//! off stands in from the first such epoch, once a phase
 //! (`Reason::OffUntilConfirmed`, the new phase's first decision; what
 //! comes together is still coalesced under off), and the phase's setting
 //! comes back if the slowdown does not last (`Reason::NotAPhase`).
@@ -103,7 +104,8 @@ pub(crate) const CONFIRM_SLOWER_EPOCHS: u32 = 10;
 /// The shortest wait in a buffer of the setting in force (the time its
 /// first parcel waits for the others, at the slower rate) for which off
 /// stands in while a slowdown of awaited calls is confirmed
-/// (`Tuner::off_until_confirmed`): a hundred loopback round trips. The
+/// (`Tuner::off_until_confirmed`): 30–60 loopback round trips (15–30 µs
+/// on the machine of BENCHMARKS.md). The
 /// dips of parquet's iterations (0.4 ms under its 64 parcels) must not
 /// make two decisions in a steady phase; steady calls after bursts waited
 /// 10 ms. A guess, tune me.
@@ -349,12 +351,16 @@ pub(crate) struct Tuner {
     samples: Samples,
     step: Step,
     in_force: Coalescing,
-    /// Decisions in the current phase (at most 3).
+    /// Decisions in the current phase (at most 3; off standing in and
+    /// the way back from it, once a phase, are counted apart).
     in_phase: u32,
-    /// The setting of the phase in force, while off stands in for it
-    /// until a slowdown of awaited calls is confirmed as a new phase
-    /// (`Reason::OffUntilConfirmed`).
-    stood_in_for: Option<Coalescing>,
+    /// The setting of the phase in force and its decisions so far, while
+    /// off stands in for it until a slowdown of awaited calls is
+    /// confirmed as a new phase (`Reason::OffUntilConfirmed`).
+    stood_in_for: Option<(Coalescing, u32)>,
+    /// Whether off stood in during the phase in force: once a phase, so
+    /// that dips and returns do not flap.
+    stood_in_this_phase: bool,
     /// Decisions made in all.
     decisions: u64,
     /// κ the program declared for the action, instead of the one inferred
@@ -374,6 +380,7 @@ impl Tuner {
             in_force,
             in_phase: 0,
             stood_in_for: None,
+            stood_in_this_phase: false,
             decisions: 0,
             declared_kappa: None,
         }
@@ -417,8 +424,11 @@ impl Tuner {
                 // Alike: the phase goes on; its mean follows slow drift.
                 self.candidate = None;
                 self.phase = Some(phase.toward(now, 1.0 / f64::from(PHASE_MEAN_EPOCHS)));
-                if let Some(setting) = self.stood_in_for.take() {
-                    return self.decide(setting, Reason::NotAPhase);
+                if let Some((setting, in_phase)) = self.stood_in_for.take() {
+                    // The phase goes on with the decisions it had made.
+                    let decision = self.decide(setting, Reason::NotAPhase);
+                    self.in_phase = in_phase;
+                    return decision;
                 }
             }
             phase => {
@@ -440,6 +450,8 @@ impl Tuner {
                 mean = mean.toward(now, weight);
                 mean_cost += (cost - mean_cost) * weight;
                 self.candidate = Some((mean, mean_cost, count));
+                // The phase's own setting, also while off stands in.
+                let setting = self.stood_in_for.map_or(self.in_force, |(s, _)| s);
                 let confirm = match phase {
                     // Awaited calls the model would send off, one message
                     // each at an affordable rate, wait for no slowdown's
@@ -450,7 +462,7 @@ impl Tuner {
                     // core for a few epochs.
                     Some(phase)
                         if now.parcels_per_s < phase.parcels_per_s
-                            && self.in_force != Coalescing::Off
+                            && setting != Coalescing::Off
                             && self.model(&mean, machine).1 == Coalescing::Off
                             && mean.mostly_awaited() =>
                     {
@@ -466,7 +478,7 @@ impl Tuner {
                     // counts the lone calls, whose κ of 1 made the model
                     // choose 3 parcels a message for the batch.
                     Some(phase)
-                        if self.in_force == Coalescing::Off
+                        if setting == Coalescing::Off
                             && !now.mostly_awaited()
                             && now.parcels_per_s > phase.parcels_per_s * OFF_SPEEDUP =>
                     {
@@ -494,7 +506,7 @@ impl Tuner {
                 self.step = Step::Settled;
                 if self.in_phase >= 2 {
                     // No room left for a trial and its way back: off
-                    // stood in for the phase's setting before it.
+                    // stood in while the phase was confirmed.
                     return None;
                 }
                 let Coalescing::Count(policy) = model else {
@@ -551,6 +563,7 @@ impl Tuner {
     ) -> Option<Decision> {
         self.phase = Some(*traffic);
         let stood_in = self.stood_in_for.take().is_some();
+        self.stood_in_this_phase = false;
         if !stood_in {
             self.in_phase = 0;
         }
@@ -683,9 +696,15 @@ impl Tuner {
     /// bursts waited up to the bursts' 10 ms, and the phase never
     /// recovered: a mean of 0.2–1.2 ms a call against `off`'s 0.07–0.16;
     /// BENCHMARKS.md, issue #15, tenth part). Calls that come together
-    /// are still coalesced under off (`Aggregator::push`). The decision
-    /// is the first of the new phase; if the slowdown does not last, the
-    /// phase's setting comes back (`Reason::NotAPhase`).
+    /// are still coalesced under off (`Aggregator::push`). Checked at
+    /// each epoch of the candidate phase against its mean (so mostly at
+    /// the first), once a phase. The decision is the first of the new
+    /// phase; if the slowdown does not last, the phase's setting comes
+    /// back (`Reason::NotAPhase`) and the phase goes on with the
+    /// decisions it had made. A new phase confirmed under the stand-in
+    /// keeps off without the trial its model's few parcels a message
+    /// would get (that trial is what ran, with nothing to compare it to),
+    /// and one left with a single decision makes no trial at all.
     fn off_until_confirmed(
         &mut self,
         phase: Option<&Traffic>,
@@ -697,7 +716,7 @@ impl Tuner {
             return None;
         };
         let wait_ns = parcels_held(&policy, traffic) / traffic.parcels_per_s.max(1.0) * 1e9;
-        if self.stood_in_for.is_some()
+        if self.stood_in_this_phase
             || traffic.parcels_per_s * PhaseChange::RATE >= phase.parcels_per_s
             || !traffic.mostly_awaited()
             || wait_ns < STAND_IN_WAIT_NS
@@ -705,7 +724,8 @@ impl Tuner {
         {
             return None;
         }
-        self.stood_in_for = Some(self.in_force);
+        self.stood_in_for = Some((self.in_force, self.in_phase));
+        self.stood_in_this_phase = true;
         self.in_phase = 0;
         self.decide(
             Coalescing::Off,
@@ -1091,6 +1111,52 @@ mod tests {
         let dip = epoch(awaited(1.5e5, 1.0), tuner.in_force(), 0.0, 0.0, 0);
         assert!(tuner.holds_far_longer(&dip.traffic, &MACHINE));
         assert_eq!(tuner.observe(&dip, &MACHINE), None);
+    }
+
+    #[test]
+    fn off_stands_in_once_a_phase_however_often_the_traffic_dips() {
+        let (mut tuner, bursts, steady) = bursts_then_steady();
+        let mut decisions = Vec::new();
+        for i in 0..20 {
+            let traffic = if i % 2 == 0 {
+                steady
+            } else {
+                awaited(1.86e5, 2000.0)
+            };
+            let e = epoch(traffic, tuner.in_force(), 0.0, 0.0, i);
+            decisions.extend(tuner.observe(&e, &MACHINE));
+        }
+        let reasons: Vec<Reason> = decisions.iter().map(|d| d.reason).collect();
+        assert!(
+            matches!(
+                reasons[..],
+                [Reason::OffUntilConfirmed { .. }, Reason::NotAPhase]
+            ),
+            "{decisions:?}"
+        );
+        assert_eq!(tuner.in_force(), bursts);
+    }
+
+    #[test]
+    fn a_phase_confirmed_under_off_with_one_decision_left_makes_no_trial() {
+        // After the bursts, 40,000 calls a second awaited 80 together: κ
+        // = 1/80 tolerates delay and the model's count is 80 (more than a
+        // trial without coalescing is for), 200 held by the bursts'
+        // setting at this rate, its first call waiting 10 ms. Off stands
+        // in, the phase begins with the model's count, and no larger one
+        // is tried: it could not be reverted within three decisions.
+        let (mut tuner, _, _) = bursts_then_steady();
+        let slower = awaited(4e4, 80.0);
+        let decisions = run(&mut tuner, slower, 0.0, 0.0, 40);
+        let reasons: Vec<Reason> = decisions.iter().map(|d| d.reason).collect();
+        assert!(
+            matches!(
+                reasons[..],
+                [Reason::OffUntilConfirmed { .. }, Reason::NewPhase { .. }]
+            ),
+            "{decisions:?}"
+        );
+        assert_eq!(count(tuner.in_force()).map(|p| p.num_parcels), Some(80));
     }
 
     /// A tuner that turned coalescing off for calls awaited one at a time.
