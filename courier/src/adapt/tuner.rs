@@ -690,8 +690,9 @@ impl Tuner {
     /// Off in force at the first epoch of awaited calls that slowed down
     /// (from `phase` to the candidate phase `traffic`) under a setting
     /// that holds them far longer than the model's would, and at least
-    /// [`STAND_IN_WAIT_NS`] a buffer: until the new
-    /// phase is confirmed, which takes a slowdown ten epochs, they would
+    /// [`STAND_IN_WAIT_NS`] a buffer: until the new phase is confirmed,
+    /// which takes a slowdown ten epochs (three where the model sends the
+    /// calls off and the phase's setting did not), they would
     /// wait in buffers meant for the faster traffic (steady calls after
     /// bursts waited up to the bursts' 10 ms, and the phase never
     /// recovered: a mean of 0.2–1.2 ms a call against `off`'s 0.07–0.16;
