@@ -43,8 +43,12 @@
 #                    --phases 10: the workload changes every phase, twice
 #                    round; batch: calls/s (higher), the others: mean µs from
 #                    a call to its result (lower); see apps/src/bin/toy.rs
-#   pingpong_b2b     pingpong --latency-only --iterations 2000: 8-byte round
-#   pingpong_sparse  trips back to back, and after a 300 µs pause each; median µs (lower)
+#   pingpong_b2b     pingpong --latency-only --iterations 20000: 8-byte round
+#   pingpong_sparse  trips back to back, and after a 300 µs pause each; median µs (lower).
+#                    The app alternates blocks of iterations/5 of each; with blocks of
+#                    400 the back-to-back median measured the switch from the sparse
+#                    block (22 or 30 µs), with 4,000 the round trip (15–17 µs;
+#                    BENCHMARKS.md, issue #15, tenth part)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -89,7 +93,7 @@ run_one() {
         parquet) cmd=("$bin/parquet" --nc 64 --iterations 5) ;;
         toy) cmd=("$bin/toy" --parcels 400000 --phases 3) ;;
         toyphases) cmd=("$bin/toy" --workload batch,bursty,steady,sparse,awaits --parcels 400000 --phases 10) ;;
-        pingpong) cmd=("$bin/pingpong" --latency-only --iterations 2000) ;;
+        pingpong) cmd=("$bin/pingpong" --latency-only --iterations 20000) ;;
         *) echo "unknown workload $w" >&2; exit 2 ;;
     esac
     # The machine's 1-minute load average before the run: another job on
