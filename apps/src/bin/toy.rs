@@ -123,6 +123,15 @@ struct Tally {
 }
 
 impl Tally {
+    /// A tally with room for `calls` latencies up front (at most 2²⁴), so
+    /// that a timing loop does not stop to grow it.
+    fn with_room(calls: u128) -> Self {
+        Tally {
+            latencies: Vec::with_capacity(usize::try_from(calls).unwrap_or(0).min(1 << 24)),
+            ..Tally::default()
+        }
+    }
+
     /// Counts a call's result and, if it was timed, its latency.
     fn add(&mut self, value: Complex64, latency: Option<Duration>) {
         self.calls += 1;
@@ -190,12 +199,7 @@ struct Pacing {
 async fn paced(rt: &Runtime, target: LocalityId, pacing: Pacing) -> Result<Tally, CallError> {
     let start = Instant::now();
     let mut in_flight: VecDeque<Timed> = VecDeque::new();
-    // Room for every latency up front: the pacer does not stop to grow it.
-    let calls = u64::from(pacing.groups).saturating_mul(pacing.group);
-    let mut tally = Tally {
-        latencies: Vec::with_capacity(usize::try_from(calls).unwrap_or(0).min(1 << 24)),
-        ..Tally::default()
-    };
+    let mut tally = Tally::with_room(u128::from(pacing.groups) * u128::from(pacing.group));
     for g in 0..pacing.groups {
         let due = start + pacing.gap * g;
         let now = Instant::now();
@@ -220,13 +224,8 @@ async fn paced(rt: &Runtime, target: LocalityId, pacing: Pacing) -> Result<Tally
 /// `awaits`: one call at a time for `length`.
 async fn awaits(rt: &Runtime, target: LocalityId, length: Duration) -> Result<Tally, CallError> {
     let start = Instant::now();
-    // Room for a call every 2 µs up front (a round trip takes ten times
-    // that): the loop does not stop to grow it.
-    let room = length.as_micros() / 2;
-    let mut tally = Tally {
-        latencies: Vec::with_capacity(usize::try_from(room).unwrap_or(0).min(1 << 24)),
-        ..Tally::default()
-    };
+    // Room for a call every 2 µs (a round trip takes ten times that).
+    let mut tally = Tally::with_room(length.as_micros() / 2);
     while start.elapsed() < length {
         let issued = Instant::now();
         let value = rt.call(target, get_cplx, ()).await?;
