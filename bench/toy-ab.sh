@@ -11,6 +11,8 @@
 #
 # OUT (default /tmp/toy-ab.txt) gets one line per phase: config workload
 # figure decisions. A run that fails stops the script with its error.
+# CONFIGS (default "A:adaptive B:adaptive A:off") lists the build:setting
+# pairs each round runs, in order.
 set -euo pipefail
 a=$1
 b=$2
@@ -19,7 +21,7 @@ out=${4:-/tmp/toy-ab.txt}
 : >"$out"
 . "$(dirname "$0")/ab-lib.sh"
 for _ in $(seq 1 "$rounds"); do
-    for cfg in A:adaptive B:adaptive A:off; do
+    for cfg in ${CONFIGS:-A:adaptive B:adaptive A:off}; do
         dir=$a
         [ "${cfg%%:*}" = B ] && dir=$b
         toy_rows "$cfg" "$dir" "${cfg##*:}" >>"$out"
@@ -35,5 +37,5 @@ for line in open(sys.argv[1]):
 for w in ["batch", "bursty", "steady", "sparse", "awaits"]:
     print(w, "  ".join(
         f"{c}={statistics.median(figures[(c, w)]):.1f} (n={len(figures[(c, w)])}, most decisions {max(decisions[(c, w)])})"
-        for c in ["A:adaptive", "B:adaptive", "A:off"] if (c, w) in figures))
+        for c in sorted({c for c, _ in figures}) if (c, w) in figures))
 PY

@@ -61,7 +61,7 @@ use crate::action::registry;
 use crate::ids::ActionId;
 use crate::ids::LocalityId;
 use crate::parcel::{EncodeError, FRAME_HEADROOM, Failure, FrameBuilder, FrameMark, RunKind};
-use crate::sched::{Scheduler, current_poll};
+use crate::sched::{Scheduler, WAKE_WATCH_NS, current_poll};
 
 /// Where flushed frames go: the locality's send path.
 pub(crate) trait Outbox: Send + Sync {
@@ -906,11 +906,26 @@ impl Aggregator {
     /// Wakes `waker` at `deadline` (ns on [`now_ns`](Self::now_ns)'s
     /// clock) from the timer thread; returns the id to cancel it with.
     pub(crate) fn wake_at(&self, deadline: u64, waker: std::task::Waker) -> u64 {
-        self.timer.wake_at(deadline, waker)
+        // A worker that asks for a wake-up this soon watches it: it wakes
+        // the task itself (see `timer.rs`).
+        let watched = self.sched.current_worker().is_some()
+            && deadline <= self.now_ns().saturating_add(WAKE_WATCH_NS);
+        self.timer.wake_at(deadline, waker, watched)
     }
 
     /// Forgets a wake-up of [`wake_at`](Self::wake_at).
     pub(crate) fn cancel_wake(&self, deadline: u64, id: u64) {
         self.timer.cancel_wake(deadline, id);
+    }
+
+    /// See [`FlushTimer::next_wake_in_ns`].
+    pub(crate) fn next_wake_in_ns(&self) -> Option<u64> {
+        self.timer.next_wake_in_ns()
+    }
+
+    /// Wakes the tasks whose wake-up is due, on this thread (see
+    /// [`FlushTimer::wake_due`]).
+    pub(crate) fn wake_due(&self) -> bool {
+        self.timer.wake_due()
     }
 }

@@ -62,6 +62,14 @@ impl BackgroundWork for Progress {
             None => false,
         }
     }
+
+    fn next_wake_in_ns(&self) -> Option<u64> {
+        self.0.upgrade()?.aggregator.next_wake_in_ns()
+    }
+
+    fn wake_due(&self) -> bool {
+        self.0.upgrade().is_some_and(|l| l.aggregator.wake_due())
+    }
 }
 
 /// What a locality is made with besides its place in the job: the parts

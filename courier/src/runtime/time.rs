@@ -14,8 +14,11 @@ use super::locality::Locality;
 use crate::parcel::{CallError, CallFuture};
 
 /// Waits until `duration` has passed, without blocking the worker (other
-/// tasks run meanwhile). The locality's timer thread wakes the task, about
-/// as late as it flushes buffers (`/coalescing/time/timer-lateness`).
+/// tasks run meanwhile). A sleep of up to 50 µs is woken by a worker of
+/// the locality, which spins for it once it runs out of tasks (or within
+/// 50 µs more by the timer thread, if every worker stays busy with one
+/// long task); a longer one by the locality's timer thread, about as late
+/// as it flushes buffers (`/coalescing/time/timer-lateness`).
 ///
 /// # Panics
 ///

@@ -34,6 +34,18 @@ pub(crate) trait BackgroundWork: Send + Sync + 'static {
     fn awaits_network(&self) -> bool {
         false
     }
+
+    /// In how many ns the earliest task's wake-up on a timer is due (0: it
+    /// is due), if any. An idle worker spins for one due soon (`spin.rs`).
+    fn next_wake_in_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// Wakes, from this worker's thread, the tasks whose wake-up on a
+    /// timer is due; returns whether there were any.
+    fn wake_due(&self) -> bool {
+        false
+    }
 }
 
 /// What a [`BackgroundWork::block`] call did.

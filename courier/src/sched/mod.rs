@@ -59,6 +59,7 @@ pub(crate) use sites::{
     AtDepth, count_fork, count_inlined, depth as join_depth, joins, sample_this_one, site,
     untimed_after_sample,
 };
+pub(crate) use spin::WAKE_WATCH_NS;
 pub(crate) use stats::{StatsSnapshot, WorkerStats};
 pub(crate) use worker::current_poll;
 pub(crate) use worker::{charge_network, fork_join, join_policy, label_poll, on_worker};

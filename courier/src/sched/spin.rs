@@ -24,6 +24,14 @@
 //! core meanwhile: it then parks, and the next [`COOLDOWN_IDLES`] idle
 //! periods spin the short way only.
 //!
+//! A worker that runs out of tasks while a task's wake-up on the timer is
+//! due within [`WAKE_WATCH_NS`] spins until it is due and wakes the task
+//! itself (a lost core does not stop this spin, which is that short). The
+//! paced stream above sleeps 20 µs between calls; its calls took 42 µs
+//! (median) after bursts where they had taken 272 µs with the timer
+//! thread spinning for each sleep and then waking the worker (issue #15,
+//! eleventh part).
+//!
 //! HPX's idle workers spin too (`hpx.max_idle_loop_count`); MPI progress
 //! engines poll without end. Here the spin is bounded and starts only
 //! after network traffic, so a program without a network, or quiet for a
@@ -47,6 +55,15 @@ pub(crate) const PREEMPTED_NS: u64 = 10_000;
 /// Idle periods after a lost core that spin only the short way: at a call
 /// every 20 µs, about 5 ms. A guess, tune me.
 pub(crate) const COOLDOWN_IDLES: u32 = 256;
+
+/// A worker that runs out of tasks while a task's wake-up on the timer is
+/// due within this many ns spins until it is due and wakes the task
+/// itself, without the timer thread (`aggregate/timer.rs`); wake-ups
+/// asked for on a worker this soon are left to the workers. Longer than
+/// the timer thread's own spin (20 µs), since the worker has nothing else
+/// to do; short enough not to hold a core long from another locality
+/// that shares it. A guess, tune me.
+pub(crate) const WAKE_WATCH_NS: u64 = 50_000;
 
 /// One worker's state of the long spin.
 #[derive(Debug, Default)]

@@ -14,6 +14,7 @@ use super::deque::{TaskDeque, steal_tasks};
 use super::fork::fork_join_with;
 use super::scheduler::{Scheduler, SchedulerId};
 use super::spin::LongSpin;
+use super::spin::WAKE_WATCH_NS;
 use super::stats::{PollHistogram, WorkerStats};
 use super::{BACKGROUND_INTERVAL, PUBLISH_AFTER_NS, SPIN_ROUNDS};
 use crate::clock::{POLL_BUCKETS, clock, poll_bucket};
@@ -410,6 +411,10 @@ const SHORT_POLL_NS: u64 = 2_000;
 /// gap varies little from one poll to the next. A guess, tune me.
 const GAP_SAMPLE_EVERY: u64 = 8;
 
+/// How long past a watched wake-up's deadline a worker spins for it (the
+/// deadline is read once, before the spin): a few rounds of the spin.
+const WAKE_SLACK_NS: u64 = 5_000;
+
 /// Polls between two looks at the shared queue before the worker's own:
 /// tokio's `global_queue_interval` default, a prime so that it does not
 /// beat with other periodic work.
@@ -514,14 +519,19 @@ impl WorkerLoop<'_> {
     /// Spins a little while from `start` (clock ticks), polling the
     /// background work each round (a frame that arrives now is handled
     /// without a park and a wake-up): [`SPIN_ROUNDS`] rounds, then on for
-    /// as long as [`LongSpin`] allows after recent traffic; returns
-    /// whether work showed up, and the ns of background work done.
+    /// as long as [`LongSpin`] allows after recent traffic, or until a
+    /// task's wake-up due within [`WAKE_WATCH_NS`] is due (this worker
+    /// then wakes the task); returns whether work showed up, and the ns of
+    /// background work done.
     fn spin(&mut self, start: u64) -> (bool, u64) {
         let since_network = self.clock.delta_as_nanos(self.network_at, start);
         let background = self.sched.background();
         let long_ns = self
             .long_spin
             .budget_ns(since_network, || background.awaits_network());
+        let watch_ns = background
+            .next_wake_in_ns()
+            .filter(|&ns| ns <= WAKE_WATCH_NS);
         let backoff = Backoff::new();
         let mut rounds = 0;
         let mut round_start = 0;
@@ -535,14 +545,22 @@ impl WorkerLoop<'_> {
                     && self
                         .long_spin
                         .lost_core(self.clock.delta_as_nanos(round_start, now));
-                if lost || self.clock.delta_as_nanos(start, now) >= long_ns {
-                    return (false, 0);
+                let spun_ns = self.clock.delta_as_nanos(start, now);
+                // A watched wake-up is kept even after a lost core: the
+                // timer thread leaves it to the workers.
+                let watching = watch_ns.is_some_and(|ns| spun_ns <= ns + WAKE_SLACK_NS);
+                if !watching && (lost || spun_ns >= long_ns) {
+                    // A wake-up that came due while the core was lost.
+                    return (background.wake_due(), 0);
                 }
                 round_start = now;
                 std::thread::yield_now();
             }
             rounds += 1;
-            if self.sched.has_work(&self.local.queue) || self.sched.is_shut_down() {
+            if background.wake_due()
+                || self.sched.has_work(&self.local.queue)
+                || self.sched.is_shut_down()
+            {
                 return (true, 0);
             }
             let poll_start = self.clock.raw();
@@ -566,6 +584,7 @@ impl WorkerLoop<'_> {
         // A worker out of tasks first sends what it was holding back.
         let flushed = !busy && self.sched.background().before_idle();
         let did = self.sched.background().poll() || flushed;
+        let woke = self.sched.background().wake_due();
         let end = self.clock.raw();
         let ns = self.clock.delta_as_nanos(start, end);
         if did {
@@ -578,7 +597,7 @@ impl WorkerLoop<'_> {
         } else {
             self.stats.idle_ns += ns;
         }
-        did
+        did || woke
     }
 
     fn publish(&mut self) {
