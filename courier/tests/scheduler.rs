@@ -309,10 +309,10 @@ fn short_sleeps_are_woken_by_a_worker() {
     })
     .unwrap();
     // Each sleep is the worker's unless it lost its core for longer than
-    // the timer thread's grace; a busy test machine may do that now and
-    // then, but not fifty times.
+    // the timer thread's grace: 49 of 50 on an idle 2-core machine, 12 to
+    // 21 with two busy loops beside the test.
     assert!(
-        by_worker > 0,
-        "none of {sleeps} sleeps of 20 µs was woken by the worker"
+        by_worker >= sleeps / 10,
+        "only {by_worker} of {sleeps} sleeps of 20 µs were woken by the worker"
     );
 }

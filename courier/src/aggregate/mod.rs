@@ -41,6 +41,7 @@ mod set;
 mod settings;
 mod timer;
 mod topology;
+mod wakes;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -904,10 +905,10 @@ impl Aggregator {
     }
 
     /// Wakes `waker` at `deadline` (ns on [`now_ns`](Self::now_ns)'s
-    /// clock) from the timer thread; returns the id to cancel it with.
+    /// clock), from a worker or the timer thread (see `wakes.rs`); returns
+    /// the id to cancel it with.
     pub(crate) fn wake_at(&self, deadline: u64, waker: std::task::Waker) -> u64 {
-        // A worker that asks for a wake-up this soon watches it: it wakes
-        // the task itself (see `timer.rs`).
+        // Asked for on a worker this soon, the workers watch it.
         let watched = self.sched.current_worker().is_some()
             && deadline <= self.now_ns().saturating_add(WAKE_WATCH_NS);
         self.timer.wake_at(deadline, waker, watched)
@@ -918,9 +919,9 @@ impl Aggregator {
         self.timer.cancel_wake(deadline, id);
     }
 
-    /// See [`FlushTimer::next_wake_in_ns`].
-    pub(crate) fn next_wake_in_ns(&self) -> Option<u64> {
-        self.timer.next_wake_in_ns()
+    /// See [`FlushTimer::next_watched_in_ns`].
+    pub(crate) fn next_watched_in_ns(&self) -> Option<u64> {
+        self.timer.next_watched_in_ns()
     }
 
     /// Wakes the tasks whose wake-up is due, on this thread (see

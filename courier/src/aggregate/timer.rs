@@ -12,37 +12,34 @@
 //! [`SPIN_NS`] before a deadline. Every firing records how late it was, for
 //! `/coalescing/time/timer-lateness`.
 //!
-//! Tasks' wake-ups ([`FlushTimer::wake_at`], for `sleep` and timeouts)
-//! are kept apart from the buffers' deadlines, with the earliest in an
-//! atomic, so that workers wake due tasks themselves
-//! ([`FlushTimer::wake_due`]): between tasks, and when they run out of
-//! tasks, when one that is due within `WAKE_WATCH_NS` makes them spin for
-//! it instead of parking (`sched/spin.rs`). A wake-up that a worker asked
-//! for that soon is *watched*: this thread leaves it to the workers and
-//! backs it up only [`WATCHED_GRACE_NS`] late, without a spin. Otherwise
-//! this thread would spin for it and then wake the worker, which on two
-//! cores kept a third thread spinning beside two localities' workers, and
-//! put a wake-up between the two threads (the toy's steady phase: a call
-//! every 20 µs, each after a sleep).
+//! The thread also wakes tasks ([`FlushTimer::wake_at`], for `sleep` and
+//! call deadlines), but not alone: the earliest wake-up of any kind and
+//! the earliest watched one (`wakes.rs`) are published in atomics, so
+//! that workers wake due tasks themselves ([`FlushTimer::wake_due`]),
+//! every few tasks and when they run out of tasks, and an idle worker
+//! spins for a watched one instead of parking (`sched/spin.rs`). The
+//! thread backs watched wake-ups up late and without a spin. Were it to
+//! spin for them and then wake the worker, as it does for the others, a
+//! paced stream of calls on two cores (the toy's steady phase: a call
+//! every 20 µs, each after a sleep) would keep a third thread spinning
+//! beside two localities' workers, and a wake-up between two threads
+//! would stand in each call's way.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Waker;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
+use super::wakes::Wakes;
 use crate::clock::{POLL_BUCKETS, clock, poll_bucket};
 
 /// The timer sleeps until this many ns before a deadline and spins the
 /// rest: waking from a sleep takes 10 µs and more on a VM, even with the
 /// timer slack at 1 ns. A firing costs at most this much CPU.
 const SPIN_NS: u64 = 20_000;
-
-/// How late this thread wakes a task whose wake-up a worker watches: a
-/// backup only, for a worker that stayed busy with one long task. A
-/// guess, tune me.
-const WATCHED_GRACE_NS: u64 = 50_000;
 
 /// A task's wake-up due within this many ns of being asked for makes
 /// [`FlushTimer::task_sleeps`] true until it is due: the timer thread will
@@ -87,46 +84,29 @@ impl Epoch {
 struct Queue {
     /// The buffers' deadlines.
     due: BTreeSet<(u64, Key)>,
-    /// The tasks' wake-ups: (deadline, id).
-    wakes: BTreeSet<(u64, u64)>,
-    /// The sleeping tasks, by id.
-    sleepers: rustc_hash::FxHashMap<u64, Sleeper>,
-    next_sleeper: u64,
+    /// The tasks' wake-ups.
+    wakes: Wakes,
     /// The deadline the thread sleeps until (`u64::MAX`: none), or `None`
     /// while it runs (it looks at the queue before sleeping again).
     sleeping_until: Option<u64>,
     stop: bool,
 }
 
-/// A task waiting for its wake-up.
-#[derive(Debug)]
-struct Sleeper {
-    waker: std::task::Waker,
-    /// Whether workers watch the wake-up (see the module docs).
-    watched: bool,
-}
-
 impl Queue {
-    /// When the thread is to wake the next task, and whether it spins the
-    /// last microseconds for it: the earliest deadline, a watched one
-    /// [`WATCHED_GRACE_NS`] later.
-    fn wake_target(&self) -> Option<(u64, bool)> {
-        let mut best: Option<(u64, bool)> = None;
-        for &(deadline, id) in &self.wakes {
-            if best.is_some_and(|(at, _)| deadline >= at) {
-                break;
-            }
-            let watched = self.sleepers.get(&id).is_some_and(|s| s.watched);
-            let target = if watched {
-                (deadline.saturating_add(WATCHED_GRACE_NS), false)
-            } else {
-                (deadline, true)
-            };
-            if best.is_none_or(|(at, _)| target.0 < at) {
-                best = Some(target);
-            }
+    /// When the thread is to act next, and whether it spins the last
+    /// microseconds before: the earlier of the next buffer's deadline and
+    /// the wake-ups' target (`Wakes::target`), spinning if either at that
+    /// time asks for it.
+    fn target(&self) -> Option<(u64, bool)> {
+        let flush = self
+            .due
+            .first()
+            .map(|&(deadline, key)| (deadline, key.precise));
+        match (flush, self.wakes.target()) {
+            (Some(f), Some(w)) if f.0 == w.0 => Some((f.0, f.1 || w.1)),
+            (Some(f), Some(w)) => Some(if f.0 < w.0 { f } else { w }),
+            (f, w) => f.or(w),
         }
-        best
     }
 }
 
@@ -172,19 +152,18 @@ struct Shared {
     /// The latest deadline of a task's wake-up asked for due within
     /// [`SOON_NS`].
     latest_wake: AtomicU64,
-    /// The earliest deadline in `Queue::wakes` (`u64::MAX`: none), kept
-    /// under the queue's lock, read without it.
+    /// The earliest deadline of a task's wake-up (`u64::MAX`: none), and
+    /// of a watched one: stored under the queue's lock, read without it.
     next_wake: AtomicU64,
+    next_watched: AtomicU64,
 }
 
 impl Shared {
-    /// Publishes the earliest wake-up of `queue` (under its lock).
-    fn publish_next_wake(&self, queue: &Queue) {
-        let next = queue
-            .wakes
-            .first()
-            .map_or(u64::MAX, |&(deadline, _)| deadline);
-        self.next_wake.store(next, Ordering::Release);
+    /// Publishes the earliest wake-ups of `queue` (under its lock).
+    fn publish_next_wakes(&self, queue: &Queue) {
+        let or_none = |deadline: Option<u64>| deadline.unwrap_or(u64::MAX);
+        (self.next_wake).store(or_none(queue.wakes.earliest()), Ordering::Release);
+        (self.next_watched).store(or_none(queue.wakes.earliest_watched()), Ordering::Release);
     }
 }
 
@@ -199,6 +178,7 @@ impl FlushTimer {
     pub(crate) fn new(epoch: Epoch) -> Self {
         let shared = Shared {
             next_wake: AtomicU64::new(u64::MAX),
+            next_watched: AtomicU64::new(u64::MAX),
             ..Shared::default()
         };
         FlushTimer {
@@ -247,12 +227,9 @@ impl FlushTimer {
                 .fetch_max(deadline, Ordering::Relaxed);
         }
         let mut queue = self.shared.queue.lock();
-        queue.next_sleeper += 1;
-        let id = queue.next_sleeper;
-        queue.sleepers.insert(id, Sleeper { waker, watched });
-        queue.wakes.insert((deadline, id));
-        self.shared.publish_next_wake(&queue);
-        if let Some((at, _)) = queue.wake_target() {
+        let id = queue.wakes.insert(deadline, waker, watched);
+        self.shared.publish_next_wakes(&queue);
+        if let Some((at, _)) = queue.wakes.target() {
             self.wake_thread_before(&mut queue, at);
         }
         id
@@ -266,27 +243,21 @@ impl FlushTimer {
         if self.shared.next_wake.load(Ordering::Acquire) > self.now_ns() {
             return false;
         }
-        let mut woken = Vec::new();
-        {
+        let woken = {
             let mut queue = self.shared.queue.lock();
-            let now = self.now_ns();
-            while let Some(&(deadline, id)) = queue.wakes.first() {
-                if deadline > now {
-                    break;
-                }
-                queue.wakes.pop_first();
-                woken.extend(queue.sleepers.remove(&id).map(|s| s.waker));
-            }
-            self.shared.publish_next_wake(&queue);
-        }
+            let woken = queue.wakes.take_due(self.now_ns());
+            self.shared.publish_next_wakes(&queue);
+            woken
+        };
         let any = !woken.is_empty();
-        woken.into_iter().for_each(std::task::Waker::wake);
+        woken.into_iter().for_each(Waker::wake);
         any
     }
 
-    /// In how many ns the earliest task's wake-up is due (0: now), if any.
-    pub(crate) fn next_wake_in_ns(&self) -> Option<u64> {
-        match self.shared.next_wake.load(Ordering::Acquire) {
+    /// In how many ns the earliest watched wake-up is due (0: now), if
+    /// any: an idle worker spins for it (see the module docs).
+    pub(crate) fn next_watched_in_ns(&self) -> Option<u64> {
+        match self.shared.next_watched.load(Ordering::Acquire) {
             u64::MAX => None,
             deadline => Some(deadline.saturating_sub(self.now_ns())),
         }
@@ -302,9 +273,8 @@ impl FlushTimer {
     /// Forgets a wake-up made with [`wake_at`](Self::wake_at) (done or not).
     pub(crate) fn cancel_wake(&self, deadline: u64, id: u64) {
         let mut queue = self.shared.queue.lock();
-        queue.wakes.remove(&(deadline, id));
-        queue.sleepers.remove(&id);
-        self.shared.publish_next_wake(&queue);
+        queue.wakes.cancel(deadline, id);
+        self.shared.publish_next_wakes(&queue);
     }
 
     /// Nanoseconds on the timer's clock now.
@@ -324,11 +294,31 @@ impl FlushTimer {
     }
 }
 
-/// The heads of a queue: its earliest buffer deadline and wake-up.
-type Heads = (Option<(u64, Key)>, Option<(u64, u64)>);
+/// What the thread does next, with nothing due now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Sleep this many ns (unless woken for an earlier deadline).
+    Sleep { ns: u64 },
+    /// Spin until this time.
+    Spin { until: u64 },
+    /// Sleep until woken: no deadline.
+    Wait,
+}
 
-fn heads(queue: &Queue) -> Heads {
-    (queue.due.first().copied(), queue.wakes.first().copied())
+impl Step {
+    /// The step toward `target` (`Queue::target`) from `now`, before it:
+    /// sleep the whole way to a target without a spin, else sleep until
+    /// [`SPIN_NS`] before it and spin the rest.
+    fn toward(target: Option<(u64, bool)>, now: u64) -> Step {
+        match target {
+            None => Step::Wait,
+            Some((deadline, false)) => Step::Sleep { ns: deadline - now },
+            Some((deadline, true)) if deadline - now > SPIN_NS => Step::Sleep {
+                ns: deadline - now - SPIN_NS,
+            },
+            Some((deadline, true)) => Step::Spin { until: deadline },
+        }
+    }
 }
 
 fn run(shared: &Shared, epoch: Epoch, fire: impl Fn(Key, u64) -> bool) {
@@ -339,18 +329,14 @@ fn run(shared: &Shared, epoch: Epoch, fire: impl Fn(Key, u64) -> bool) {
             return;
         }
         let now = epoch.elapsed_ns();
-        let heads = heads(&queue);
-        if let (_, Some((deadline, id))) = heads
-            && deadline <= now
-        {
-            queue.wakes.pop_first();
-            shared.publish_next_wake(&queue);
-            if let Some(sleeper) = queue.sleepers.remove(&id) {
-                MutexGuard::unlocked(&mut queue, || sleeper.waker.wake());
-            }
+        // Due wake-ups first, watched or not: this thread is awake anyway.
+        let woken = queue.wakes.take_due(now);
+        if !woken.is_empty() {
+            shared.publish_next_wakes(&queue);
+            MutexGuard::unlocked(&mut queue, || woken.into_iter().for_each(Waker::wake));
             continue;
         }
-        if let (Some((deadline, key)), _) = heads
+        if let Some(&(deadline, key)) = queue.due.first()
             && deadline <= now
         {
             queue.due.pop_first();
@@ -360,47 +346,31 @@ fn run(shared: &Shared, epoch: Epoch, fire: impl Fn(Key, u64) -> bool) {
             }
             continue;
         }
-        // What to wait for: the earlier of the next flush and the next
-        // wake-up; (when, whether to spin its last microseconds).
-        let flush = heads.0.map(|(deadline, key)| (deadline, key.precise));
-        let wake = queue.wake_target();
-        let target = match (flush, wake) {
-            (Some(f), Some(w)) => Some(if w.0 < f.0 { w } else { f }),
-            (f, w) => f.or(w),
-        };
-        match target {
-            Some((deadline, _)) if deadline - now > SPIN_NS => {
-                queue.sleeping_until = Some(deadline);
-                let sleep = Duration::from_nanos(deadline - now - SPIN_NS);
-                shared.wakeup.wait_for(&mut queue, sleep);
+        let target = queue.target();
+        match Step::toward(target, now) {
+            Step::Sleep { ns } => {
+                queue.sleeping_until = target.map(|(deadline, _)| deadline);
+                shared.wakeup.wait_for(&mut queue, Duration::from_nanos(ns));
                 queue.sleeping_until = None;
             }
-            Some((deadline, false)) => {
-                // Close to a deadline that has a grace period: no spinning.
-                queue.sleeping_until = Some(deadline);
-                shared
-                    .wakeup
-                    .wait_for(&mut queue, Duration::from_nanos(deadline - now));
-                queue.sleeping_until = None;
-            }
-            Some((deadline, true)) => {
+            Step::Spin { until } => {
                 // Close to the deadline: spin the rest with the lock free
                 // (a wake-up from sleep is late by about its own length),
-                // and stop spinning if the queue's heads change meanwhile.
+                // and stop spinning if the target changes meanwhile.
                 MutexGuard::unlocked(&mut queue, || {
-                    while epoch.elapsed_ns() < deadline {
+                    while epoch.elapsed_ns() < until {
                         for _ in 0..64 {
                             std::hint::spin_loop();
                         }
                         if let Some(queue) = shared.queue.try_lock()
-                            && self::heads(&queue) != heads
+                            && queue.target() != target
                         {
                             return;
                         }
                     }
                 });
             }
-            None => {
+            Step::Wait => {
                 queue.sleeping_until = Some(u64::MAX);
                 shared.wakeup.wait(&mut queue);
                 queue.sleeping_until = None;
@@ -411,6 +381,7 @@ fn run(shared: &Shared, epoch: Epoch, fire: impl Fn(Key, u64) -> bool) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::wakes::WATCHED_GRACE_NS;
     use super::*;
     use std::sync::mpsc;
 
@@ -503,69 +474,112 @@ mod tests {
     }
 
     #[test]
-    fn a_worker_wakes_the_due_tasks_and_no_others() {
+    fn a_worker_wakes_the_due_tasks_and_sees_the_watched_ones() {
         let timer = FlushTimer::new(Epoch::now());
-        assert_eq!(timer.next_wake_in_ns(), None);
+        assert_eq!(timer.next_watched_in_ns(), None);
         assert!(!timer.wake_due(), "nothing to wake");
         let woken = Arc::new(Counter::default());
         let waker = || std::task::Waker::from(Arc::clone(&woken));
         let now = timer.now_ns();
         let far = now + 60_000_000_000;
         timer.wake_at(now, waker(), false);
+        assert_eq!(
+            timer.next_watched_in_ns(),
+            None,
+            "an unwatched wake-up is the thread's"
+        );
         let cancelled = timer.wake_at(now, waker(), true);
+        assert_eq!(timer.next_watched_in_ns(), Some(0));
         timer.cancel_wake(now, cancelled);
+        assert_eq!(timer.next_watched_in_ns(), None);
         let later = timer.wake_at(far, waker(), true);
-        assert_eq!(timer.next_wake_in_ns(), Some(0));
         assert!(timer.wake_due());
         assert_eq!(woken.0.load(Ordering::SeqCst), 1, "only the due task woke");
         assert!(!timer.wake_due(), "the other is not due");
         assert!(
             timer
-                .next_wake_in_ns()
+                .next_watched_in_ns()
                 .is_some_and(|ns| ns > 50_000_000_000)
         );
         timer.cancel_wake(far, later);
-        assert_eq!(timer.next_wake_in_ns(), None);
+        assert_eq!(timer.next_watched_in_ns(), None);
+        assert!(!timer.wake_due());
     }
 
     #[test]
-    fn the_thread_waits_for_watched_wake_ups_late_and_others_on_time() {
-        let mut queue = Queue::default();
-        let mut add = |deadline, id, watched| {
-            queue.wakes.insert((deadline, id));
-            let waker = std::task::Waker::noop().clone();
-            queue.sleepers.insert(id, Sleeper { waker, watched });
-            queue.wake_target()
-        };
-        let at = 1_000_000;
-        assert_eq!(add(at, 1, true), Some((at + WATCHED_GRACE_NS, false)));
-        let unwatched = at + WATCHED_GRACE_NS / 2;
-        assert_eq!(
-            add(unwatched, 2, false),
-            Some((unwatched, true)),
-            "an unwatched wake-up during a watched one's grace"
-        );
-        assert_eq!(add(at - 1, 3, false), Some((at - 1, true)));
-    }
-
-    #[test]
-    fn the_thread_wakes_a_watched_task_that_no_worker_woke() {
-        let timer = FlushTimer::new(Epoch::now());
+    fn the_thread_wakes_a_watched_task_no_worker_woke_after_the_grace() {
+        let epoch = Epoch::now();
+        let timer = FlushTimer::new(epoch);
         timer.start("test-timer".into(), |_, _| true).unwrap();
-        let woken = Arc::new(Counter::default());
+        let woken = Arc::new(WokenAt {
+            epoch,
+            at_ns: AtomicU64::new(u64::MAX),
+        });
         let deadline = timer.now_ns() + 1_000_000;
         timer.wake_at(deadline, std::task::Waker::from(Arc::clone(&woken)), true);
         let start = std::time::Instant::now();
-        while woken.0.load(Ordering::SeqCst) == 0 {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the watched wake-up never came"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        assert!(timer.now_ns() >= deadline, "woken early");
-        assert_eq!(timer.next_wake_in_ns(), None);
+        let at = loop {
+            match woken.at_ns.load(Ordering::SeqCst) {
+                u64::MAX => {
+                    assert!(
+                        start.elapsed() < Duration::from_secs(30),
+                        "the watched wake-up never came"
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                at => break at,
+            }
+        };
+        // A lower bound (the thread has nothing else to wake up for): a
+        // thread that spun for it would wake it at the deadline. A sleep's
+        // own lateness on a VM may exceed the grace, so it is no measure
+        // of the grace.
+        assert!(
+            at >= deadline + WATCHED_GRACE_NS,
+            "woken {} ns after the deadline, within the workers' grace",
+            at.saturating_sub(deadline)
+        );
+        assert_eq!(timer.next_watched_in_ns(), None);
         timer.stop();
+    }
+
+    #[test]
+    fn the_thread_sleeps_the_whole_way_to_a_target_without_a_spin() {
+        let now = 1_000_000;
+        let far = now + 10 * SPIN_NS;
+        assert_eq!(Step::toward(None, now), Step::Wait);
+        assert_eq!(
+            Step::toward(Some((far, false)), now),
+            Step::Sleep { ns: far - now },
+            "a watched wake-up's backup, a worker's buffers"
+        );
+        assert_eq!(
+            Step::toward(Some((far, true)), now),
+            Step::Sleep {
+                ns: far - now - SPIN_NS
+            }
+        );
+        let near = now + SPIN_NS / 2;
+        assert_eq!(
+            Step::toward(Some((near, true)), now),
+            Step::Spin { until: near }
+        );
+        assert_eq!(
+            Step::toward(Some((near, false)), now),
+            Step::Sleep { ns: near - now }
+        );
+    }
+
+    /// Records when it was woken, in ns since `epoch`.
+    struct WokenAt {
+        epoch: Epoch,
+        at_ns: AtomicU64,
+    }
+
+    impl std::task::Wake for WokenAt {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.at_ns.store(self.epoch.elapsed_ns(), Ordering::SeqCst);
+        }
     }
 
     /// Counts its wake-ups.

@@ -63,8 +63,8 @@ impl BackgroundWork for Progress {
         }
     }
 
-    fn next_wake_in_ns(&self) -> Option<u64> {
-        self.0.upgrade()?.aggregator.next_wake_in_ns()
+    fn next_watched_in_ns(&self) -> Option<u64> {
+        self.0.upgrade()?.aggregator.next_watched_in_ns()
     }
 
     fn wake_due(&self) -> bool {

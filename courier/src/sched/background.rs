@@ -35,9 +35,10 @@ pub(crate) trait BackgroundWork: Send + Sync + 'static {
         false
     }
 
-    /// In how many ns the earliest task's wake-up on a timer is due (0: it
-    /// is due), if any. An idle worker spins for one due soon (`spin.rs`).
-    fn next_wake_in_ns(&self) -> Option<u64> {
+    /// In how many ns the earliest task's wake-up that the workers watch
+    /// is due (0: it is due), if any: an idle worker spins for it
+    /// (`spin.rs`).
+    fn next_watched_in_ns(&self) -> Option<u64> {
         None
     }
 

@@ -24,11 +24,12 @@
 //! core meanwhile: it then parks, and the next [`COOLDOWN_IDLES`] idle
 //! periods spin the short way only.
 //!
-//! A worker that runs out of tasks while a task's wake-up on the timer is
-//! due within [`WAKE_WATCH_NS`] spins until it is due and wakes the task
-//! itself (a lost core does not stop this spin, which is that short). The
-//! paced stream above sleeps 20 µs between calls; its calls took 42 µs
-//! (median) after bursts where they had taken 272 µs with the timer
+//! A worker that runs out of tasks while a watched wake-up of a task (one
+//! asked for on a worker, due within [`WAKE_WATCH_NS`]:
+//! `aggregate/wakes.rs`) is pending spins until it is due and wakes the
+//! task itself; a lost core does not stop this spin, which is that short.
+//! The paced stream above sleeps 20 µs between calls; after bursts its
+//! calls took a median of 42 µs this way, against 272 with the timer
 //! thread spinning for each sleep and then waking the worker (issue #15,
 //! eleventh part).
 //!
@@ -56,10 +57,9 @@ pub(crate) const PREEMPTED_NS: u64 = 10_000;
 /// every 20 µs, about 5 ms. A guess, tune me.
 pub(crate) const COOLDOWN_IDLES: u32 = 256;
 
-/// A worker that runs out of tasks while a task's wake-up on the timer is
-/// due within this many ns spins until it is due and wakes the task
-/// itself, without the timer thread (`aggregate/timer.rs`); wake-ups
-/// asked for on a worker this soon are left to the workers. Longer than
+/// A wake-up that a task asks for on a worker, due within this many ns,
+/// is watched: an idle worker spins until it is due and wakes the task
+/// itself, without the timer thread (see the module docs). Longer than
 /// the timer thread's own spin (20 µs), since the worker has nothing else
 /// to do; short enough not to hold a core long from another locality
 /// that shares it. A guess, tune me.

@@ -411,10 +411,6 @@ const SHORT_POLL_NS: u64 = 2_000;
 /// gap varies little from one poll to the next. A guess, tune me.
 const GAP_SAMPLE_EVERY: u64 = 8;
 
-/// How long past a watched wake-up's deadline a worker spins for it (the
-/// deadline is read once, before the spin): a few rounds of the spin.
-const WAKE_SLACK_NS: u64 = 5_000;
-
 /// Polls between two looks at the shared queue before the worker's own:
 /// tokio's `global_queue_interval` default, a prime so that it does not
 /// beat with other periodic work.
@@ -520,18 +516,15 @@ impl WorkerLoop<'_> {
     /// background work each round (a frame that arrives now is handled
     /// without a park and a wake-up): [`SPIN_ROUNDS`] rounds, then on for
     /// as long as [`LongSpin`] allows after recent traffic, or until a
-    /// task's wake-up due within [`WAKE_WATCH_NS`] is due (this worker
-    /// then wakes the task); returns whether work showed up, and the ns of
-    /// background work done.
+    /// watched wake-up of a task due within [`WAKE_WATCH_NS`] is due (this
+    /// worker then wakes the task); returns whether work showed up, and
+    /// the ns of background work done.
     fn spin(&mut self, start: u64) -> (bool, u64) {
         let since_network = self.clock.delta_as_nanos(self.network_at, start);
         let background = self.sched.background();
         let long_ns = self
             .long_spin
             .budget_ns(since_network, || background.awaits_network());
-        let watch_ns = background
-            .next_wake_in_ns()
-            .filter(|&ns| ns <= WAKE_WATCH_NS);
         let backoff = Backoff::new();
         let mut rounds = 0;
         let mut round_start = 0;
@@ -547,8 +540,10 @@ impl WorkerLoop<'_> {
                         .lost_core(self.clock.delta_as_nanos(round_start, now));
                 let spun_ns = self.clock.delta_as_nanos(start, now);
                 // A watched wake-up is kept even after a lost core: the
-                // timer thread leaves it to the workers.
-                let watching = watch_ns.is_some_and(|ns| spun_ns <= ns + WAKE_SLACK_NS);
+                // timer thread backs it up only late.
+                let watching = background
+                    .next_watched_in_ns()
+                    .is_some_and(|ns| ns <= WAKE_WATCH_NS);
                 if !watching && (lost || spun_ns >= long_ns) {
                     // A wake-up that came due while the core was lost.
                     return (background.wake_due(), 0);

@@ -1,0 +1,153 @@
+//! Tasks' wake-ups on a locality's timer (`sleep`, call deadlines): when
+//! each is due, which the workers watch, and when the timer thread is to
+//! act on them.
+//!
+//! A wake-up asked for on a worker and due within `WAKE_WATCH_NS`
+//! (`sched/spin.rs`) is *watched*: the workers wake the task themselves,
+//! an idle one spinning until it is due, and the timer thread only backs
+//! it up [`WATCHED_GRACE_NS`] after its deadline, without a spin. Others
+//! are the timer thread's, which spins the last microseconds before them.
+//! Either may be woken by whoever finds it due first: a worker between
+//! tasks, or the timer thread awake for another deadline.
+
+use std::collections::BTreeSet;
+use std::task::Waker;
+
+use rustc_hash::FxHashMap;
+
+/// How late the timer thread wakes a task whose wake-up the workers
+/// watch: a backup, for when no worker got to it (all busy with long
+/// tasks, or parked after a lost core). A guess, tune me.
+pub(crate) const WATCHED_GRACE_NS: u64 = 50_000;
+
+/// The pending wake-ups of one locality's tasks.
+#[derive(Debug, Default)]
+pub(crate) struct Wakes {
+    /// Watched wake-ups: (deadline, id).
+    watched: BTreeSet<(u64, u64)>,
+    /// The timer thread's wake-ups: (deadline, id).
+    unwatched: BTreeSet<(u64, u64)>,
+    /// The wakers of the sleeping tasks, by id.
+    wakers: FxHashMap<u64, Waker>,
+    last_id: u64,
+}
+
+impl Wakes {
+    /// Adds a wake-up of `waker` at `deadline`, `watched` by the workers or
+    /// not; returns its id for [`cancel`](Self::cancel).
+    pub(crate) fn insert(&mut self, deadline: u64, waker: Waker, watched: bool) -> u64 {
+        self.last_id += 1;
+        let id = self.last_id;
+        self.wakers.insert(id, waker);
+        let set = if watched {
+            &mut self.watched
+        } else {
+            &mut self.unwatched
+        };
+        set.insert((deadline, id));
+        id
+    }
+
+    /// Forgets the wake-up `id` at `deadline`, done or not.
+    pub(crate) fn cancel(&mut self, deadline: u64, id: u64) {
+        if self.wakers.remove(&id).is_some() {
+            self.watched.remove(&(deadline, id));
+            self.unwatched.remove(&(deadline, id));
+        }
+    }
+
+    /// Takes the wakers of every wake-up due by `now`.
+    pub(crate) fn take_due(&mut self, now: u64) -> Vec<Waker> {
+        let mut due = Vec::new();
+        for set in [&mut self.watched, &mut self.unwatched] {
+            while let Some(&(deadline, id)) = set.first()
+                && deadline <= now
+            {
+                set.pop_first();
+                due.extend(self.wakers.remove(&id));
+            }
+        }
+        due
+    }
+
+    /// The earliest deadline of any wake-up.
+    pub(crate) fn earliest(&self) -> Option<u64> {
+        let first = |set: &BTreeSet<(u64, u64)>| set.first().map(|&(deadline, _)| deadline);
+        match (first(&self.watched), first(&self.unwatched)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The earliest deadline of a watched wake-up.
+    pub(crate) fn earliest_watched(&self) -> Option<u64> {
+        self.watched.first().map(|&(deadline, _)| deadline)
+    }
+
+    /// When the timer thread is to act, and whether it spins the last
+    /// microseconds before: the earliest unwatched deadline (spin), or the
+    /// earliest watched one plus [`WATCHED_GRACE_NS`] (no spin), whichever
+    /// comes first.
+    pub(crate) fn target(&self) -> Option<(u64, bool)> {
+        let watched = self
+            .earliest_watched()
+            .map(|deadline| (deadline.saturating_add(WATCHED_GRACE_NS), false));
+        let unwatched = self
+            .unwatched
+            .first()
+            .map(|&(deadline, _)| (deadline, true));
+        match (watched, unwatched) {
+            (Some(w), Some(u)) => Some(if w.0 < u.0 { w } else { u }),
+            (w, u) => w.or(u),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waker() -> Waker {
+        Waker::noop().clone()
+    }
+
+    #[test]
+    fn takes_the_due_wake_ups_once_and_forgets_cancelled_ones() {
+        let mut wakes = Wakes::default();
+        assert_eq!((wakes.earliest(), wakes.target()), (None, None));
+        wakes.insert(10, waker(), true);
+        wakes.insert(20, waker(), false);
+        let cancelled = wakes.insert(5, waker(), false);
+        let later = wakes.insert(30, waker(), true);
+        wakes.cancel(5, cancelled);
+        assert_eq!(wakes.earliest(), Some(10));
+        assert_eq!(wakes.take_due(4).len(), 0);
+        assert_eq!(wakes.take_due(20).len(), 2, "the watched and the unwatched");
+        assert_eq!(wakes.take_due(20).len(), 0, "each once");
+        assert_eq!(wakes.earliest_watched(), Some(30));
+        wakes.cancel(30, later);
+        assert_eq!(
+            (wakes.earliest(), wakes.take_due(u64::MAX).len()),
+            (None, 0)
+        );
+        assert!(wakes.wakers.is_empty(), "no waker left behind");
+    }
+
+    #[test]
+    fn the_thread_acts_late_for_watched_wake_ups_and_on_time_for_others() {
+        let mut wakes = Wakes::default();
+        let at = 1_000_000;
+        wakes.insert(at, waker(), true);
+        assert_eq!(wakes.target(), Some((at + WATCHED_GRACE_NS, false)));
+        let unwatched = at + WATCHED_GRACE_NS / 2;
+        wakes.insert(unwatched, waker(), false);
+        assert_eq!(
+            wakes.target(),
+            Some((unwatched, true)),
+            "an unwatched wake-up during a watched one's grace"
+        );
+        assert_eq!(wakes.earliest(), Some(at));
+        wakes.insert(u64::MAX - 1, waker(), true);
+        assert_eq!(wakes.target(), Some((unwatched, true)));
+    }
+}
