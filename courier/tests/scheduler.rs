@@ -300,8 +300,10 @@ fn short_sleeps_are_woken_by_a_worker() {
                     .poll(&mut std::task::Context::from_waker(&waker))
             })
             .await;
+            // The sleep's clock (the TSC) and `Instant`'s may differ by a
+            // little: 1 µs of slack.
             assert!(
-                start.elapsed() >= Duration::from_micros(20),
+                start.elapsed() >= Duration::from_micros(19),
                 "a sleep ended early"
             );
         }
