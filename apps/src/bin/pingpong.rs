@@ -272,10 +272,11 @@ async fn sparse_latency(rt: &Runtime, rounds: u32) -> anyhow::Result<()> {
 /// `--latency-only`: 8-byte round trips under the configured coalescing,
 /// back to back (phase 1) and after a pause of `pause` (phase 2), in 5
 /// alternating blocks of `iterations / 5` each, after 50 for warm-up.
+/// Each phase line shows the setting in force at the end (for
+/// `adaptive`, what the tuner chose).
 async fn latency_only(rt: &Runtime, iterations: u32, pause: Duration) -> anyhow::Result<()> {
     anyhow::ensure!(rt.num_localities() >= 2, "pingpong needs 2 localities");
     let peer = rt.locality(1);
-    let setting = rt.coalescing(echo, peer);
     let payload = ByteBuf::from(vec![7u8; 8]);
     let round_trip = || async {
         let start = Instant::now();
@@ -296,6 +297,8 @@ async fn latency_only(rt: &Runtime, iterations: u32, pause: Duration) -> anyhow:
             }
         }
     }
+    // What is in force at the end: for `adaptive`, what its tuner chose.
+    let setting = rt.coalescing(echo, peer);
     for (p, ((name, pause), samples)) in patterns.iter().zip(samples).enumerate() {
         let n = samples.len();
         println!(
