@@ -9,7 +9,9 @@
 //! wake-up and the arm a system call on a sparse stream), and the task
 //! sends them in one message when the run is done
 //! ([`Aggregator::flush_responses`](super::Aggregator::flush_responses)).
-//! A run of one call gets its response at once, as with coalescing off;
+//! A run of one call gets its response at once, past the buffer, as with
+//! coalescing off (counted as a bypass where the setting would have held
+//! it);
 //! a run of a thousand gets one message, also where the tuner turned the
 //! action's coalescing off (for calls awaited one at a time): its caller
 //! sent the calls together.
@@ -58,6 +60,14 @@ pub(crate) fn answering(slot: usize, dest: LocalityId) -> bool {
     matches!(ANSWERING.get(), Some((s, d, _, true)) if (s, d) == (slot, dest))
 }
 
+/// Whether a response of the action in `slot` to `dest` answers a whole
+/// run of one call this thread is handling: it leaves at once, alone, as
+/// with coalescing off.
+#[inline]
+pub(crate) fn answering_alone(slot: usize, dest: LocalityId) -> bool {
+    matches!(ANSWERING.get(), Some((s, d, false, true)) if (s, d) == (slot, dest))
+}
+
 /// Whether a response of the action in `slot` to `dest` answers a run
 /// (whole or a piece) of more than one call this thread is handling: its
 /// caller sent the calls together, and their responses may leave
@@ -79,6 +89,7 @@ mod tests {
         {
             let _whole = Answering::enter(slot, caller, 10, true);
             assert!(answering(slot, caller) && answering_many(slot, caller));
+            assert!(!answering_alone(slot, caller), "a run of ten");
             assert!(!answering(slot, other) && !answering_many(slot + 1, caller));
             {
                 // A piece of a run split between tasks, nested (a task
@@ -90,8 +101,10 @@ mod tests {
         }
         let alone = Answering::enter(slot, caller, 1, true);
         assert!(answering(slot, caller) && !answering_many(slot, caller));
+        assert!(answering_alone(slot, caller) && !answering_alone(slot, other));
         drop(alone);
         let _piece_of_one = Answering::enter(slot, caller, 1, false);
         assert!(!answering(slot, caller) && !answering_many(slot, caller));
+        assert!(!answering_alone(slot, caller), "a piece of a run");
     }
 }

@@ -301,6 +301,13 @@ impl Buffer {
         Some(frame)
     }
 
+    /// Counts a parcel that left at once in a message of its own, past
+    /// the buffer, for `reason`.
+    pub(crate) fn sent_alone(&mut self, reason: Reason) {
+        self.stats.parcels += 1;
+        self.count_message(reason);
+    }
+
     /// Counts a message flushed for `reason`.
     pub(crate) fn count_message(&mut self, reason: Reason) {
         self.stats.messages += 1;

@@ -320,7 +320,15 @@ impl Aggregator {
             }
             buffer
         };
-        if !buffer.setting().is_on() {
+        // The response to a run of one call leaves at once, alone, without
+        // the buffer (`answer.rs`).
+        let alone = Self::answering_alone(lane, dest);
+        if alone || !buffer.setting().is_on() {
+            if alone && buffer.setting().is_on() {
+                // Where the setting would have held it: a parcel past
+                // the buffer, as sparse traffic's.
+                buffer.sent_alone(Reason::Bypass);
+            }
             if awaited {
                 // Leaves now, alone (an encoding error below leaves it
                 // counted, as the awaited calls above).
@@ -434,6 +442,13 @@ impl Aggregator {
     fn answering(lane: usize, dest: LocalityId) -> bool {
         let (slot, kind) = lane_parts(lane);
         kind == RunKind::Responses && answer::answering(slot, dest)
+    }
+
+    /// Whether `lane` to `dest` is for the response to a whole run of one
+    /// call this thread is handling (see `answer.rs`).
+    fn answering_alone(lane: usize, dest: LocalityId) -> bool {
+        let (slot, kind) = lane_parts(lane);
+        kind == RunKind::Responses && answer::answering_alone(slot, dest)
     }
 
     /// Whether `lane` to `dest` holds responses to a run (whole or a

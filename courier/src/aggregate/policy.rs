@@ -431,7 +431,9 @@ pub(crate) enum Reason {
     Bytes,
     /// The flush timer fired.
     Timer,
-    /// Sparse traffic: the parcel came long after the previous one.
+    /// Sparse traffic: the parcel came long after the previous one; or,
+    /// under adaptive coalescing, it answers a run of one call (it left
+    /// at once, alone, past the buffer: `answer.rs`).
     Bypass,
     /// A parcel above `cutoff`·`buffer_bytes`.
     Cutoff,
