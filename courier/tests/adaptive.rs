@@ -554,3 +554,93 @@ fn each_destination_is_tuned_for_its_own_traffic() {
     })
     .unwrap();
 }
+
+/// Posts `noop` to `peer` until its coalescing there is no longer
+/// `first`, for 5 s at most, awaiting `pause()` after each; returns how
+/// many it posted.
+async fn post_until_tuned<F: std::future::Future<Output = ()>>(
+    rt: &Runtime,
+    peer: courier::LocalityId,
+    first: Coalescing,
+    pause: impl Fn() -> F,
+) -> u64 {
+    let start = std::time::Instant::now();
+    let mut posts = 0u64;
+    while rt.coalescing(noop, peer) == first && start.elapsed() < Duration::from_secs(5) {
+        rt.post(peer, noop, (posts,)).unwrap();
+        posts += 1;
+        pause().await;
+    }
+    posts
+}
+
+/// Two localities under adaptive coalescing: `post` posts `noop` to
+/// locality 1 until its setting there is no longer the one it is given
+/// (the start count), and returns how many it posted; the setting must
+/// have changed (`how` says how the posts came).
+fn assert_posts_are_tuned<P, F>(how: &'static str, post: P)
+where
+    P: FnOnce(Runtime, courier::LocalityId, Coalescing) -> F + Send + 'static,
+    F: std::future::Future<Output = u64> + Send + 'static,
+{
+    let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+    courier::launch(config, |rt| async move {
+        let peer = rt.locality(1);
+        let first = rt.coalescing(noop, peer);
+        let posts = post(rt.clone(), peer, first).await;
+        let now = rt.coalescing(noop, peer);
+        rt.quiesce().await?;
+        assert_ne!(now, first, "after {posts} posts {how}");
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// Posts paced by a sleep, which leave when the worker runs out of tasks
+/// (or alone, when the sleep ran late), are tuned from the start count.
+#[test]
+fn posts_paced_by_a_sleep_are_tuned() {
+    assert_posts_are_tuned("20 µs apart", |rt, peer, first| async move {
+        let sleep = || courier::sleep(Duration::from_micros(20));
+        post_until_tuned(&rt, peer, first, sleep).await
+    });
+}
+
+/// A task that sends for longer than an epoch without yielding has its
+/// coalescing tuned meanwhile: the epochs end between its frames.
+#[test]
+fn a_task_that_never_yields_is_tuned_while_it_sends() {
+    assert_posts_are_tuned("20 µs apart in one poll", |rt, peer, first| async move {
+        // A busy wait: only an epoch that ends inside this one poll can
+        // change the setting.
+        let spin = || {
+            let from = std::time::Instant::now();
+            while from.elapsed() < Duration::from_micros(20) {
+                std::hint::spin_loop();
+            }
+            std::future::ready(())
+        };
+        post_until_tuned(&rt, peer, first, spin).await
+    });
+}
+
+/// The epochs end on whichever thread sends, with no thread of their own
+/// to wake: posts from a thread off the workers, which the flush timer
+/// sends while the workers sleep, are tuned from the start count.
+#[test]
+fn posts_from_a_thread_off_the_workers_are_tuned() {
+    assert_posts_are_tuned("from a thread of its own", |rt, peer, first| async move {
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            let mut posts = 0u64;
+            while rt.coalescing(noop, peer) == first && start.elapsed() < Duration::from_secs(5) {
+                rt.post(peer, noop, (posts,)).unwrap();
+                posts += 1;
+                std::thread::sleep(Duration::from_micros(20));
+            }
+            posts
+        })
+        .join()
+        .unwrap()
+    });
+}

@@ -1,9 +1,9 @@
-//! What a locality's tuning did: whether its loop runs, the decisions
-//! made for each action (`/adapt/count/decisions@ACTION`), the model's
-//! inputs it last measured (`/adapt/model/*@ACTION`) and how long the
-//! locality's awaited calls took to come back (`/adapt/time/call-latency`).
+//! What a locality's tuning did: the decisions made for each action
+//! (`/adapt/count/decisions@ACTION`), the model's inputs it last measured
+//! (`/adapt/model/*@ACTION`) and how long the locality's awaited calls
+//! took to come back (`/adapt/time/call-latency`). Its loop is the
+//! runtime's (`runtime/tuning.rs`).
 
-use std::sync::Once;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::model::Traffic;
@@ -16,11 +16,10 @@ struct Inputs {
     kappa: AtomicU64,
 }
 
-/// The tuning of one locality: whether its loop runs, the decisions made
-/// for each action and the model's inputs.
+/// What the tuning of one locality did: the decisions made for each
+/// action and the model's inputs.
 #[derive(Debug)]
 pub(crate) struct Tuning {
-    started: Once,
     decisions: Box<[AtomicU64]>,
     inputs: Box<[Inputs]>,
     /// The mean time from an awaited call leaving to its response, in ns
@@ -31,11 +30,10 @@ pub(crate) struct Tuning {
 }
 
 impl Tuning {
-    /// Tuning of `actions` actions; no loop yet. `print`: report each
-    /// decision at INFO rather than DEBUG.
+    /// Tuning of `actions` actions. `print`: report each decision at INFO
+    /// rather than DEBUG.
     pub(crate) fn new(actions: usize, print: bool) -> Self {
         Tuning {
-            started: Once::new(),
             decisions: (0..actions).map(|_| AtomicU64::new(0)).collect(),
             inputs: (0..actions).map(|_| Inputs::default()).collect(),
             latency_ns: AtomicU64::new(0),
@@ -46,11 +44,6 @@ impl Tuning {
     /// Whether decisions are reported at INFO.
     pub(crate) fn print(&self) -> bool {
         self.print
-    }
-
-    /// Runs `start` the first time it is called.
-    pub(crate) fn start_once(&self, start: impl FnOnce()) {
-        self.started.call_once(start);
     }
 
     /// Counts a decision for the action in `slot`.

@@ -223,17 +223,11 @@ fn apply_coalescing(action: u64, setting: Coalescing) -> Result<(), String> {
 }
 
 /// Puts `setting` in force for the action in `slot` towards `dest` (or
-/// every destination) on locality `l`; an adaptive one starts the
-/// locality's tuning loop if it does not run yet.
+/// every destination) on locality `l`; an adaptive one turns the
+/// locality's tuning loop on if it is not yet.
 fn put(l: &Arc<Locality>, slot: usize, dest: Option<LocalityId>, setting: Coalescing) {
     l.aggregator.set(&**l, slot, dest, setting);
     if matches!(setting, Coalescing::Adaptive(_)) {
-        if let Err(e) = super::tuning::start_if_adaptive(l) {
-            super::locality::report!(
-                warn,
-                l.here,
-                "adaptive coalescing could not start its thread ({e}): the setting stays at its start"
-            );
-        }
+        l.epochs.start_if_adaptive(l);
     }
 }

@@ -106,8 +106,10 @@ pub(crate) struct Locality {
     pub(crate) watchdog: Watchdog,
     /// Posts that failed, here and of this locality elsewhere.
     pub(crate) post_failures: PostFailures,
-    /// The adaptive-coalescing loop and its decisions.
+    /// Adaptive coalescing's decisions and the model's inputs.
     pub(crate) tuning: crate::adapt::Tuning,
+    /// Adaptive coalescing's loop, run by the threads that send.
+    pub(crate) epochs: super::epochs::Epochs,
     /// This locality, for the tasks it spawns to hold.
     pub(super) me: Weak<Locality>,
 }

@@ -30,6 +30,8 @@
 //! - `state`: reading per-locality program state; `states`: its store;
 //!   `time`: [`sleep`].
 //! - `traffic`: what a locality sent and received (counted per frame).
+//! - `tuning`: adaptive coalescing's loop, run every 10 ms by the
+//!   threads that send; `epochs`: what the locality keeps of it.
 //! - `error`: [`Error`], why a job failed, and [`BoxError`].
 //!
 //! Starting and ending a job (configuration, processes, rendezvous) is
@@ -39,6 +41,7 @@ mod coalescing;
 mod collective;
 mod control;
 mod credit;
+mod epochs;
 mod error;
 mod gather;
 mod handle;

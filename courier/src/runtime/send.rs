@@ -372,6 +372,9 @@ impl Outbox for Locality {
         if handed == Handed::Now {
             self.calibration.record(dest, wire, ns);
         }
+        // Adaptive coalescing's epoch ends on the thread that sends
+        // once it is due (`tuning.rs`), after this frame left.
+        self.epochs.tick(self);
         Ok(())
     }
 

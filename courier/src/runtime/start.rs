@@ -166,6 +166,7 @@ impl Locality {
                 crate::action::registry().entries().len(),
                 print_adapt,
             ),
+            epochs: super::epochs::Epochs::default(),
             me: me.clone(),
         });
         sched.set_background(Arc::new(Progress(Arc::downgrade(&locality))));
@@ -186,7 +187,7 @@ impl Locality {
         if calibration.probe && count > 1 {
             locality.probe_send_costs();
         }
-        super::tuning::start_if_adaptive(&locality)?;
+        locality.epochs.start_if_adaptive(&locality);
         Ok(locality)
     }
 }

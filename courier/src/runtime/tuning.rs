@@ -4,10 +4,18 @@
 //! action towards that destination (`adapt/tuner.rs`), and puts the
 //! tuner's decisions in force towards it.
 //!
-//! The loop runs on a thread of its own, started with the first adaptive
-//! setting (at start-up or from [`Runtime::set_coalescing`]), so that it
-//! reads the counters on time when every worker is busy. It holds the
-//! locality weakly and ends with it.
+//! The threads that send run the loop: after each frame to a peer,
+//! [`Epochs::tick`] ends the epoch once [`EPOCH`] has passed since the
+//! last one, on one of them (a worker, the flush timer, a caller off the
+//! workers; a task that sends for seconds without yielding is tuned
+//! meanwhile). The loop is on from the first adaptive setting (at
+//! start-up or from [`Runtime::set_coalescing`]). It wakes nothing: a
+//! locality that sends nothing runs no epoch, and has nothing to tune;
+//! the epoch that ends after such a quiet spell spans it, so its rates
+//! are the means over it (a blip, which the tuner confirms over later
+//! epochs before it acts). A thread of its own, woken 100 times a second
+//! on every locality, cost the sparse ping-pong 1 µs a round trip on two
+//! cores (BENCHMARKS.md, issue #15, twelfth part).
 //!
 //! What it measures, per action and destination: Q (call parcels a
 //! second, posts and calls: seed 004's rate of the parcels that fill one
@@ -36,9 +44,9 @@
 //! [`Runtime::set_coalescing`]: crate::Runtime::set_coalescing
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use super::epochs::{Epochs, Loop, Reading};
 use super::locality::{Locality, report};
 use super::traffic::Arrivals;
 use crate::adapt::{Bounds, Epoch, Machine, Traffic, Tuner};
@@ -55,51 +63,46 @@ pub(crate) const EPOCH: Duration = Duration::from_millis(10);
 /// round trip, a few µs to send).
 const PRIOR_ALPHA_NS: f64 = 5_000.0;
 
-/// Starts the tuning loop of `locality` if one of its actions is adaptive
-/// and it has peers (a lone locality sends nothing).
-pub(crate) fn start_if_adaptive(locality: &Arc<Locality>) -> std::io::Result<()> {
-    let aggregator = &locality.aggregator;
-    if locality.count < 2 || !(0..aggregator.actions()).any(|s| aggregator.adaptive(s).is_some()) {
-        return Ok(());
+impl Epochs {
+    /// Turns the loop on if one of the actions of `locality` is adaptive
+    /// and it has peers (a lone locality sends nothing).
+    pub(crate) fn start_if_adaptive(&self, locality: &Locality) {
+        let aggregator = &locality.aggregator;
+        if locality.count >= 2
+            && (0..aggregator.actions()).any(|s| aggregator.adaptive(s).is_some())
+        {
+            self.turn_on();
+        }
     }
-    let mut result = Ok(());
-    locality.tuning.start_once(|| {
-        let weak = Arc::downgrade(locality);
-        result = std::thread::Builder::new()
-            .name(format!("courier-{}-tuning", locality.here.get()))
-            .spawn(move || run(&weak))
-            .map(drop);
-    });
-    result
-}
 
-/// What the counters said at one moment.
-struct Reading {
-    /// Per action: (call parcels sent, their bytes of arguments, the
-    /// awaited calls of it the buffers took, to any destination).
-    actions: Vec<(u64, u64, u64)>,
-    messages: u64,
-    send_ns: u64,
-    parcels: u64,
-    background_ns: u64,
-    /// (Σn, Σn²) of the workers' bursts of awaited calls
-    /// (`Aggregator::bursts`).
-    bursts: (u64, u64),
-    /// Awaited calls that left, and the sum of the moments they were
-    /// issued (ns on the aggregator's clock, wrapping).
-    left: u64,
-    issued_ns: u64,
-    /// Their responses that arrived, and the sum of their moments.
-    answered: Arrivals,
-    /// When the reading was taken, on the aggregator's clock: the
-    /// moment of the integral, and the epochs' lengths.
-    at_ns: u64,
-    /// Per action, call parcels sent to each destination (adaptive
-    /// actions only; empty for the others).
-    calls_to: Vec<Vec<u64>>,
+    /// Ends the epoch if it is due, on one of the threads of `locality`
+    /// that call it: reads the counters, lets each tuner judge the epoch
+    /// and puts its decisions in force (flushing what buffers held, whose
+    /// frames call this again: their epoch is not due). Called after each
+    /// frame sent to a peer, with no buffer set taken; a load, and a
+    /// clock read and a load under adaptive coalescing, when nothing is
+    /// due.
+    pub(crate) fn tick(&self, locality: &Locality) {
+        if !self.is_on() {
+            return;
+        }
+        let now = locality.aggregator.now_ns();
+        let Some(mut state) = self.turn(now, EPOCH.as_nanos() as u64) else {
+            return;
+        };
+        if locality.is_stopping() {
+            return;
+        }
+        let reading = Reading::take(locality);
+        match &mut *state {
+            Some(state) => state.epoch(locality, reading),
+            None => *state = Some(Loop::new(reading)),
+        }
+    }
 }
 
 impl Reading {
+    /// Reads the counters of `l`.
     fn take(l: &Locality) -> Self {
         let sent = &l.traffic.sent;
         let received = &l.traffic.received;
@@ -145,7 +148,7 @@ impl Reading {
 const MIN_AWAITED_FOR_LATENCY: u64 = 32;
 
 /// The calls in flight over one epoch, from their departures and their
-/// responses' arrivals (no sampling: the tuning thread wakes once an
+/// responses' arrivals (no sampling: the loop reads them once an
 /// epoch).
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct InFlight {
@@ -214,22 +217,20 @@ fn awaited_together(now: &Reading, last: &Reading, in_flight: f64) -> f64 {
     }
 }
 
-fn run(weak: &Weak<Locality>) {
-    let mut tuners: Vec<Vec<Option<Tuner>>> = Vec::new();
-    let mut alpha_ns = PRIOR_ALPHA_NS;
-    let mut last = match weak.upgrade() {
-        Some(l) => Reading::take(&l),
-        None => return,
-    };
-    loop {
-        std::thread::sleep(EPOCH);
-        let Some(l) = weak.upgrade() else { return };
-        if l.is_stopping() {
-            return;
+impl Loop {
+    fn new(first: Reading) -> Self {
+        Loop {
+            tuners: Vec::new(),
+            alpha_ns: PRIOR_ALPHA_NS,
+            last: first,
         }
-        let now = Reading::take(&l);
-        let in_flight = InFlight::between(&now, &last);
-        let together = awaited_together(&now, &last, in_flight.mean());
+    }
+
+    /// The epoch from the last reading to `now` on locality `l`.
+    fn epoch(&mut self, l: &Locality, now: Reading) {
+        let last = &self.last;
+        let in_flight = InFlight::between(&now, last);
+        let together = awaited_together(&now, last, in_flight.mean());
         let seconds = (in_flight.span_ns as f64 * 1e-9).max(1e-6);
         let latency_ns = in_flight.latency_ns();
         if let Some(ns) = latency_ns {
@@ -237,15 +238,15 @@ fn run(weak: &Weak<Locality>) {
         }
         let messages = now.messages.saturating_sub(last.messages);
         if let Some(cost) = l.calibration.mean() {
-            alpha_ns = cost.alpha_ns;
+            self.alpha_ns = cost.alpha_ns;
         } else if messages > 0 {
-            alpha_ns = now.send_ns.saturating_sub(last.send_ns) as f64 / messages as f64;
+            self.alpha_ns = now.send_ns.saturating_sub(last.send_ns) as f64 / messages as f64;
         }
         let parcels = now.parcels.saturating_sub(last.parcels);
         let cost_ns_per_parcel =
             now.background_ns.saturating_sub(last.background_ns) as f64 / parcels.max(1) as f64;
-        tuners.resize_with(l.aggregator.actions(), Vec::new);
-        for (slot, row) in tuners.iter_mut().enumerate() {
+        self.tuners.resize_with(l.aggregator.actions(), Vec::new);
+        for (slot, row) in self.tuners.iter_mut().enumerate() {
             let Some(policy) = l.aggregator.adaptive(slot) else {
                 row.clear();
                 continue;
@@ -295,7 +296,7 @@ fn run(weak: &Weak<Locality>) {
                     // one that followed the latest decision for another
                     // (a flood's tuner, settled, saw its setting move to a
                     // slow stream's count and kept believing its own).
-                    let start = l.aggregator.pin(&*l, slot, dest);
+                    let start = l.aggregator.pin(l, slot, dest);
                     let bounds = Bounds::from(policy).within_credit(l.windows.window());
                     Tuner::new(start, bounds).declared_kappa(policy.kappa)
                 });
@@ -309,10 +310,13 @@ fn run(weak: &Weak<Locality>) {
                     latency_ns,
                 };
                 let machine = Machine {
-                    alpha_ns: l.calibration.cost(dest).map_or(alpha_ns, |c| c.alpha_ns),
+                    alpha_ns: l
+                        .calibration
+                        .cost(dest)
+                        .map_or(self.alpha_ns, |c| c.alpha_ns),
                 };
                 if let Some(decision) = tuner.observe(&epoch, &machine) {
-                    l.aggregator.tune(&*l, slot, dest, decision.setting);
+                    l.aggregator.tune(l, slot, dest, decision.setting);
                     l.tuning.count_decision(slot);
                     let name = crate::action::registry().entries()[slot].name();
                     let (setting, reason) = (decision.setting, decision.reason);
@@ -332,7 +336,7 @@ fn run(weak: &Weak<Locality>) {
                 }
             }
         }
-        last = now;
+        self.last = now;
     }
 }
 
