@@ -3,12 +3,11 @@
 //! one epoch hands the next (the tuners, the counters' last reading).
 //! The locality holds it; the loop's steps are `tuning.rs`'s.
 
-use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
 use parking_lot::{Mutex, MutexGuard};
 
 use super::traffic::Arrivals;
 use crate::adapt::Tuner;
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The tuning loop of one locality, run by the threads that send (see
 /// `tuning.rs`).
