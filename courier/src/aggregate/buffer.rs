@@ -46,9 +46,9 @@ pub(crate) struct LaneStats {
 /// as the gaps are. With the responses' arrivals, the integral of the
 /// calls in flight (`runtime/tuning.rs`). Behind a small lock of their
 /// own, outside the set's, taken once a frame: the tuning loop reads
-/// them every epoch, on any worker, and taking another worker's set
-/// would cost that worker a
-/// `membarrier` (an interrupt of its core: a tail of 50–80 µs on 1 % of
+/// them every epoch, on whichever thread sends, and taking a worker's
+/// set from another thread would cost that worker a `membarrier` (an
+/// interrupt of its core: a tail of 50–80 µs on 1 % of
 /// the calls awaited one at a time, BENCHMARKS.md issue #15, eighth
 /// part). One lock for both: a reading of the count without its moments
 /// would be off by the time since the clock's start.
