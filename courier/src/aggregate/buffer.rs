@@ -302,10 +302,19 @@ impl Buffer {
         Some(frame)
     }
 
-    /// Counts a parcel that left at once in a message of its own, past
-    /// the buffer, for `reason`.
-    pub(crate) fn sent_alone(&mut self, reason: Reason) {
+    /// Counts a parcel that left at `now_ns` in a message of its own,
+    /// past the buffer, for `reason`. It stamps the buffer as a flush
+    /// does: the next parcel's gap, which the count policy's sparse
+    /// bypass judges, runs from it. (Unstamped, the first response of a
+    /// run after a lone one, microseconds later, saw the gap since the
+    /// last frame and left alone too: a message more a burst under
+    /// adaptive coalescing; BENCHMARKS.md, issue #15, thirteenth part.)
+    pub(crate) fn sent_alone(&mut self, reason: Reason, now_ns: u64) {
         self.stats.parcels += 1;
+        if let Some(gap) = self.last_ns.map(|t| now_ns.saturating_sub(t)) {
+            self.stats.add_gaps(1, gap);
+        }
+        self.last_ns = Some(now_ns);
         self.count_message(reason);
     }
 
@@ -313,5 +322,62 @@ impl Buffer {
     pub(crate) fn count_message(&mut self, reason: Reason) {
         self.stats.messages += 1;
         self.stats.flushes[reason.index()] += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{ActionId, LocalityId};
+    use crate::parcel::{ReplyTo, RunKind};
+
+    /// A buffer of calls under the default count policy (100 µs).
+    fn buffer() -> (Buffer, CountPolicy) {
+        let policy = CountPolicy::DEFAULT;
+        let frame = FrameBuilder::new(LocalityId::new(0), RunKind::Calls, ActionId::from_bits(7));
+        let buffer = Buffer::new(
+            frame,
+            Coalescing::Count(policy),
+            1 << 20,
+            Arc::new(Departures::default()),
+        );
+        (buffer, policy)
+    }
+
+    /// Appends a post of 8 bytes of arguments to the buffer's frame.
+    fn push(buffer: &mut Buffer) {
+        let origin = LocalityId::new(0);
+        buffer
+            .frame
+            .push_call(ReplyTo::Post { origin }, &0u64)
+            .unwrap();
+    }
+
+    #[test]
+    fn a_parcel_sent_alone_stamps_its_buffer_for_the_sparse_bypass() {
+        let (mut buffer, policy) = buffer();
+        // The last frame left at 0; a lone response leaves 5 ms later.
+        push(&mut buffer);
+        assert!(buffer.take(Reason::Idle, 0).is_some());
+        buffer.sent_alone(Reason::Bypass, 5_000_000);
+        // 10 µs after the lone one, within the interval: the parcel stays.
+        push(&mut buffer);
+        assert_eq!(buffer.pushed(&policy, 9, Some(5_010_000)), None);
+        assert_eq!(buffer.stats.flushes[Reason::Bypass.index()], 1);
+        // Its gaps are counted as a pushed parcel's are: the lone one's
+        // from the last frame, the next one's from the lone one.
+        assert_eq!(buffer.stats.parcels, 2);
+        assert_eq!(buffer.stats.gap_sum_ns, 5_000_000 + 10_000);
+    }
+
+    #[test]
+    fn a_parcel_long_after_the_last_one_sent_alone_is_sparse() {
+        let (mut buffer, policy) = buffer();
+        buffer.sent_alone(Reason::Bypass, 1_000_000);
+        push(&mut buffer);
+        assert_eq!(
+            buffer.pushed(&policy, 9, Some(1_200_000)),
+            Some(Reason::Bypass)
+        );
     }
 }

@@ -327,7 +327,7 @@ impl Aggregator {
             if alone && buffer.setting().is_on() {
                 // Where the setting would have held it: a parcel past
                 // the buffer, as sparse traffic's.
-                buffer.sent_alone(Reason::Bypass);
+                buffer.sent_alone(Reason::Bypass, self.epoch.elapsed_ns());
             }
             if awaited {
                 // Leaves now, alone (an encoding error below leaves it
