@@ -220,12 +220,16 @@ impl Buffer {
     }
 
     /// Holds the parcels of this empty buffer, whose setting is off, under
-    /// `policy` from now on, until the next [`set`](Self::set) (of off
-    /// again, or of a setting that changed).
-    pub(crate) fn escape(&mut self, policy: CountPolicy) {
+    /// `policy` from `now_ns` on, until the next [`set`](Self::set) (of off
+    /// again, or of a setting that changed). The parcels that came before,
+    /// alone, came together with the next one: the buffer is stamped
+    /// `now_ns`, so that the count policy's sparse bypass does not send
+    /// the next one alone as well.
+    pub(crate) fn escape(&mut self, policy: CountPolicy, now_ns: u64) {
         debug_assert!(self.frame.is_empty() && !self.setting.is_on());
         self.set(Coalescing::Count(policy));
         self.escaped = true;
+        self.last_ns = Some(now_ns);
     }
 
     /// Accounts for the parcel just appended (it took `parcel_bytes`) to a
@@ -368,6 +372,20 @@ mod tests {
         // from the last frame, the next one's from the lone one.
         assert_eq!(buffer.stats.parcels, 2);
         assert_eq!(buffer.stats.gap_sum_ns, 5_000_000 + 10_000);
+    }
+
+    #[test]
+    fn a_buffer_that_escapes_off_holds_its_next_parcel() {
+        let (mut buffer, policy) = buffer();
+        // Its last frame left at 0, then the tuner turned it off; the
+        // parcels of a poll came alone until the escape, 7 ms later.
+        push(&mut buffer);
+        assert!(buffer.take(Reason::Idle, 0).is_some());
+        buffer.set(Coalescing::Off);
+        buffer.escape(policy, 7_000_000);
+        push(&mut buffer);
+        assert_eq!(buffer.pushed(&policy, 9, Some(7_000_100)), None);
+        assert!(buffer.escaped());
     }
 
     #[test]

@@ -314,7 +314,7 @@ impl Aggregator {
                 .get_mut(lane, dest.index())
                 .unwrap_or_else(|| unreachable!("the buffer was just made"));
             match (escape, escaped) {
-                (Some(policy), false) => buffer.escape(policy),
+                (Some(policy), false) => buffer.escape(policy, self.epoch.elapsed_ns()),
                 (None, true) => buffer.set(Coalescing::Off),
                 _ => {}
             }
