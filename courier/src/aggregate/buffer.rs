@@ -348,25 +348,29 @@ mod tests {
         (buffer, policy)
     }
 
-    /// Appends a post of 8 bytes of arguments to the buffer's frame.
-    fn push(buffer: &mut Buffer) {
+    /// Appends a post (8 bytes of arguments) to the buffer's frame;
+    /// returns the bytes it took.
+    fn push(buffer: &mut Buffer) -> usize {
+        let before = buffer.frame.byte_len();
         let origin = LocalityId::new(0);
         buffer
             .frame
             .push_call(ReplyTo::Post { origin }, &0u64)
             .unwrap();
+        buffer.frame.byte_len() - before
     }
 
     #[test]
     fn a_parcel_sent_alone_stamps_its_buffer_for_the_sparse_bypass() {
         let (mut buffer, policy) = buffer();
-        // The last frame left at 0; a lone response leaves 5 ms later.
+        // The last frame left at 0; a parcel leaves alone 5 ms later (as
+        // the response to a run of one call does, `answer.rs`).
         push(&mut buffer);
         assert!(buffer.take(Reason::Idle, 0).is_some());
         buffer.sent_alone(Reason::Bypass, 5_000_000);
         // 10 µs after the lone one, within the interval: the parcel stays.
-        push(&mut buffer);
-        assert_eq!(buffer.pushed(&policy, 9, Some(5_010_000)), None);
+        let bytes = push(&mut buffer);
+        assert_eq!(buffer.pushed(&policy, bytes, Some(5_010_000)), None);
         assert_eq!(buffer.stats.flushes[Reason::Bypass.index()], 1);
         // Its gaps are counted as a pushed parcel's are: the lone one's
         // from the last frame, the next one's from the lone one.
@@ -383,8 +387,8 @@ mod tests {
         assert!(buffer.take(Reason::Idle, 0).is_some());
         buffer.set(Coalescing::Off);
         buffer.escape(policy, 7_000_000);
-        push(&mut buffer);
-        assert_eq!(buffer.pushed(&policy, 9, Some(7_000_100)), None);
+        let bytes = push(&mut buffer);
+        assert_eq!(buffer.pushed(&policy, bytes, Some(7_000_100)), None);
         assert!(buffer.escaped());
     }
 
@@ -392,9 +396,10 @@ mod tests {
     fn a_parcel_long_after_the_last_one_sent_alone_is_sparse() {
         let (mut buffer, policy) = buffer();
         buffer.sent_alone(Reason::Bypass, 1_000_000);
-        push(&mut buffer);
+        // 200 µs later, beyond the interval: sparse, it leaves alone.
+        let bytes = push(&mut buffer);
         assert_eq!(
-            buffer.pushed(&policy, 9, Some(1_200_000)),
+            buffer.pushed(&policy, bytes, Some(1_200_000)),
             Some(Reason::Bypass)
         );
     }
