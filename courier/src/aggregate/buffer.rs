@@ -259,12 +259,8 @@ impl Buffer {
         self.stats.parcels += 1;
         let mut gap_ns = None;
         if let Some(now) = now_ns {
-            gap_ns = self.last_ns.map(|t| now.saturating_sub(t));
-            if let Some(gap) = gap_ns {
-                self.stats.add_gaps(1, gap);
-            }
+            gap_ns = self.stamp(now);
             self.first_ns = now;
-            self.last_ns = Some(now);
         }
         policy.after_push(Filled {
             parcels: self.frame.len(),
@@ -315,11 +311,20 @@ impl Buffer {
     /// adaptive coalescing; BENCHMARKS.md, issue #15, thirteenth part.)
     pub(crate) fn sent_alone(&mut self, reason: Reason, now_ns: u64) {
         self.stats.parcels += 1;
-        if let Some(gap) = self.last_ns.map(|t| now_ns.saturating_sub(t)) {
+        self.stamp(now_ns);
+        self.count_message(reason);
+    }
+
+    /// Stamps the buffer with a parcel that came at `now_ns` (the first of
+    /// a frame, or one sent alone): counts its gap since the last stamp,
+    /// which it returns (`None` for the buffer's first parcel).
+    fn stamp(&mut self, now_ns: u64) -> Option<u64> {
+        let gap = self.last_ns.map(|t| now_ns.saturating_sub(t));
+        if let Some(gap) = gap {
             self.stats.add_gaps(1, gap);
         }
         self.last_ns = Some(now_ns);
-        self.count_message(reason);
+        gap
     }
 
     /// Counts a message flushed for `reason`.
