@@ -631,14 +631,12 @@ fn a_task_that_never_yields_is_tuned_while_it_sends() {
 fn posts_from_a_thread_off_the_workers_are_tuned() {
     assert_posts_are_tuned("from a thread of its own", |rt, peer, first| async move {
         std::thread::spawn(move || {
-            let start = std::time::Instant::now();
-            let mut posts = 0u64;
-            while rt.coalescing(noop, peer) == first && start.elapsed() < Duration::from_secs(5) {
-                rt.post(peer, noop, (posts,)).unwrap();
-                posts += 1;
+            // The thread's own sleep, between posts made off the workers.
+            let sleep = || {
                 std::thread::sleep(Duration::from_micros(20));
-            }
-            posts
+                std::future::ready(())
+            };
+            futures::executor::block_on(post_until_tuned(&rt, peer, first, sleep))
         })
         .join()
         .unwrap()
