@@ -1302,6 +1302,36 @@ mod tests {
         assert_eq!(count(tuner.in_force()).map(|p| p.num_parcels), Some(6));
     }
 
+    #[test]
+    fn bursts_after_a_batch_begin_one_phase_though_their_first_epoch_counted_the_batch() {
+        // A batch of 400,000 calls at 4 M a second; the first epoch of
+        // the bursts that follow counts the batch's burst, closed at its
+        // end (400,000 together); then bursts of 500 at 100,000 a second.
+        // A mean of the counts carried the batch's into the bursts' phase
+        // (κ 1.2e-4 against their 2e-3: 8,294 parcels a message, within
+        // these bounds), and a second phase followed.
+        let bounds = AdaptivePolicy {
+            max_bytes: 1 << 20,
+            ..AdaptivePolicy::DEFAULT
+        };
+        let mut tuner = Tuner::new(Coalescing::default(), bounds.into());
+        run(&mut tuner, awaited(4e6, 400_000.0), 0.0, 0.0, 20);
+        let first = epoch(awaited(1e5, 400_000.0), tuner.in_force(), 0.0, 0.0, 0);
+        let mut decisions: Vec<Decision> = tuner.observe(&first, &MACHINE).into_iter().collect();
+        decisions.extend(run(&mut tuner, awaited(1e5, 500.0), 0.0, 0.0, 40));
+        // The phase begins at the bursts' κ: from the batch's setting,
+        // which sends them 819 a message, the search goes on (four times
+        // that, back); no phase at the batch's κ, and no second one.
+        assert!(
+            decisions.iter().all(|d| match d.reason {
+                Reason::NewPhase { kappa, .. } => kappa > 1e-3,
+                _ => true,
+            }),
+            "{decisions:?}"
+        );
+        assert!(decisions.len() <= 3, "{decisions:?}");
+    }
+
     /// A count policy of `n` parcels and `interval_us`, otherwise the
     /// default.
     fn count_with(n: u32, interval_us: u64) -> Coalescing {

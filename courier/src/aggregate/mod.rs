@@ -102,9 +102,12 @@ pub(crate) struct Aggregator {
 /// calls (calls issued every 20 µs and held 200 µs are ten in flight,
 /// and a tuner that took that for tolerance held them longer still).
 /// Counted at each idle point as n and n², so that `Σn² / Σn` is the
-/// burst a call is part of. Callers off the workers have no idle point:
-/// the tuner falls back to the calls in flight for them
-/// (`runtime/tuning.rs`).
+/// burst a call is part of. A worker that has not run out of tasks since
+/// it began issuing (a batch of 400,000 calls issued in one poll) has a
+/// burst open: the tuner counts it as it stands
+/// ([`Aggregator::open_bursts`]), at least that many calls awaited
+/// together. Callers off the workers have no idle point: the tuner falls
+/// back to the calls in flight for them (`runtime/tuning.rs`).
 #[derive(Debug, Default)]
 struct Bursts {
     sum: AtomicU64,
@@ -715,6 +718,25 @@ impl Aggregator {
             self.bursts.sum.load(Ordering::Relaxed),
             self.bursts.squares.load(Ordering::Relaxed),
         )
+    }
+
+    /// (Σn, Σn²) over the bursts the workers have open: the awaited calls
+    /// each issued since it last ran out of tasks (see [`Bursts`]).
+    pub(crate) fn open_bursts(&self) -> (u64, u64) {
+        // The last set is that of the callers off the workers, which have
+        // no idle point.
+        let workers = &self.sets[..self.sets.len() - 1];
+        workers.iter().fold((0, 0), |(sum, squares), set| {
+            // Read apart from the worker's mark: a mark taken after the
+            // total makes 0, not a wrap.
+            let open = set
+                .awaited_total()
+                .saturating_sub(set.idle_mark.load(Ordering::Relaxed));
+            (
+                sum.saturating_add(open),
+                squares.saturating_add(open.saturating_mul(open)),
+            )
+        })
     }
 
     /// Sends the responses of the action in `slot` to `dest` that the

@@ -78,6 +78,9 @@ pub(super) struct Reading {
     /// (Σn, Σn²) of the workers' bursts of awaited calls
     /// (`Aggregator::bursts`).
     pub(super) bursts: (u64, u64),
+    /// (Σn, Σn²) of the bursts the workers had open at the reading
+    /// (`Aggregator::open_bursts`).
+    pub(super) open_bursts: (u64, u64),
     /// Awaited calls that left, and the sum of the moments they were
     /// issued (ns on the aggregator's clock, wrapping).
     pub(super) left: u64,
