@@ -42,9 +42,10 @@ pub(crate) struct Traffic {
     pub(crate) awaited: f64,
     /// Calls awaited together with an awaited call, itself included
     /// (their delays overlap): the calls its worker issued with it before
-    /// it ran out of tasks, or the calls in flight with it for callers off
-    /// the workers (`runtime/tuning.rs`); 0 when unknown: awaited calls
-    /// then count as posts.
+    /// it ran out of tasks (or so far, in a poll that issues them still),
+    /// or the calls in flight with it for callers off the workers
+    /// (`runtime/tuning.rs`); below 1 when unknown: awaited calls then
+    /// count as posts.
     pub(crate) together: f64,
 }
 
@@ -61,16 +62,19 @@ impl Traffic {
     /// This traffic moved `weight` (0 to 1) of the way towards `other`:
     /// a step of a moving or a running mean. The calls awaited together
     /// step by their reciprocal, the share of a call's delay that counts
-    /// in κ: a mean of their counts is the largest one's (an epoch of a
-    /// batch's 25,000 and two of bursts of 500 make 8,700, κ 17 times
-    /// the bursts', and a second phase once the batch's epoch is out of
-    /// the mean); unknown (0) steps as a count.
+    /// in κ: a mean of their counts is dominated by the largest (an epoch
+    /// of a batch's 25,000 and two of bursts of 500 make 8,700, κ a 17th
+    /// of the bursts', and a second phase once the batch's epoch is out
+    /// of the mean). Where one side does not know them (below 1, see
+    /// [`Traffic::kappa`]), the other's stand: an epoch that saw no
+    /// burst says nothing of how calls overlap.
     pub(crate) fn toward(&self, other: &Traffic, weight: f64) -> Traffic {
         let step = |a: f64, b: f64| a + (b - a) * weight;
-        let together = if self.together >= 1.0 && other.together >= 1.0 {
-            1.0 / step(1.0 / self.together, 1.0 / other.together)
-        } else {
-            step(self.together, other.together)
+        let together = match (self.together >= 1.0, other.together >= 1.0) {
+            (true, true) => 1.0 / step(1.0 / self.together, 1.0 / other.together),
+            (true, false) => self.together,
+            (false, true) => other.together,
+            (false, false) => step(self.together, other.together),
         };
         Traffic {
             parcels_per_s: step(self.parcels_per_s, other.parcels_per_s),
@@ -236,9 +240,10 @@ mod tests {
         let kappas = (1.0 / 25_000.0 + 2.0 / 500.0) / 3.0;
         assert!((mean.kappa() / kappas - 1.0).abs() < 1e-9, "{mean:?}");
         assert!(mean.together < 750.0, "{mean:?}");
-        // Unknown (0) steps as a count.
-        let half = awaited(0.0).toward(&awaited(8.0), 0.5);
-        assert_eq!(half.together, 4.0);
+        // Unknown (below 1) leaves the other side's.
+        assert_eq!(awaited(0.0).toward(&awaited(8.0), 0.5).together, 8.0);
+        assert_eq!(awaited(8.0).toward(&awaited(0.5), 0.5).together, 8.0);
+        assert_eq!(awaited(0.0).toward(&awaited(0.5), 0.5).together, 0.25);
     }
 
     #[test]

@@ -102,12 +102,12 @@ pub(crate) struct Aggregator {
 /// calls (calls issued every 20 µs and held 200 µs are ten in flight,
 /// and a tuner that took that for tolerance held them longer still).
 /// Counted at each idle point as n and n², so that `Σn² / Σn` is the
-/// burst a call is part of. A worker that has not run out of tasks since
-/// it began issuing (a batch of 400,000 calls issued in one poll) has a
-/// burst open: the tuner counts it as it stands
-/// ([`Aggregator::open_bursts`]), at least that many calls awaited
-/// together. Callers off the workers have no idle point: the tuner falls
-/// back to the calls in flight for them (`runtime/tuning.rs`).
+/// burst a call is part of. A worker whose task is still issuing calls
+/// in one poll (a batch of 400,000) has a burst open: the tuner counts
+/// it as it stands ([`Aggregator::open_bursts`]), at least that many
+/// calls awaited together. Callers off the workers have no idle point:
+/// the tuner falls back to the calls in flight for them
+/// (`runtime/tuning.rs`).
 #[derive(Debug, Default)]
 struct Bursts {
     sum: AtomicU64,
@@ -267,6 +267,9 @@ impl Aggregator {
             // this leaves one too many: it only makes the tuner think more
             // calls overlap.
             count.fetch_add(1, Ordering::Relaxed);
+            if on_worker {
+                self.sets[set_index].note_awaited_poll(current_poll());
+            }
         }
         let lane = lane(slot, kind);
         let mut buffers = self.lock_set(set_index, on_worker);
@@ -721,22 +724,20 @@ impl Aggregator {
     }
 
     /// (Σn, Σn²) over the bursts the workers have open: the awaited calls
-    /// each issued since it last ran out of tasks (see [`Bursts`]).
+    /// each issued in its current poll, if it has not run out of tasks
+    /// since (see [`Bursts`] and `set::open_burst`). Read apart from
+    /// [`bursts`](Self::bursts): a burst that ends between the two reads
+    /// is counted in both or, at the next reading, once.
     pub(crate) fn open_bursts(&self) -> (u64, u64) {
-        // The last set is that of the callers off the workers, which have
-        // no idle point.
-        let workers = &self.sets[..self.sets.len() - 1];
-        workers.iter().fold((0, 0), |(sum, squares), set| {
-            // Read apart from the worker's mark: a mark taken after the
-            // total makes 0, not a wrap.
-            let open = set
-                .awaited_total()
-                .saturating_sub(set.idle_mark.load(Ordering::Relaxed));
-            (
-                sum.saturating_add(open),
-                squares.saturating_add(open.saturating_mul(open)),
-            )
-        })
+        (0..self.sets.len())
+            .filter(|&set| self.is_worker_set(set))
+            .map(|set| self.sets[set].open_burst())
+            .fold((0, 0), |(sum, squares), open| {
+                (
+                    sum.saturating_add(open),
+                    squares.saturating_add(open.saturating_mul(open)),
+                )
+            })
     }
 
     /// Sends the responses of the action in `slot` to `dest` that the

@@ -55,8 +55,16 @@ pub(crate) struct BufferSet {
     /// read by adaptive coalescing's tuner.
     pub(crate) awaited: Box<[AtomicU64]>,
     /// All of `awaited` when the set's worker last ran out of tasks
-    /// (written by that worker only; see `Aggregator::note_idle`).
+    /// (written by that worker only, in `Aggregator::note_idle`; read by
+    /// the tuner, `Aggregator::open_bursts`).
     pub(crate) idle_mark: AtomicU64,
+    /// The poll (`sched::current_poll`) of the worker's last awaited
+    /// call...
+    burst_poll: AtomicU64,
+    /// ...and all of `awaited` before that poll's first one (both written
+    /// by the set's worker only, in [`BufferSet::note_awaited_poll`];
+    /// read by the tuner).
+    poll_mark: AtomicU64,
     /// The awaited calls that left the set's buffers, shared with each of
     /// them (see [`Departures`]).
     pub(crate) departures: Arc<Departures>,
@@ -110,6 +118,21 @@ impl Buffers {
 /// A guess, tune me.
 pub(crate) const CHECK_EVERY: u32 = 64;
 
+/// The awaited calls a worker issued since both its last idle point and
+/// the start of its poll that issued the last one, from the set's total
+/// (`awaited`) and the two marks: a task that issued them in one poll
+/// awaits them together (toy's batch: 400,000 calls, then every result).
+/// Since the idle point alone would not do: a worker kept busy by tasks
+/// that each await a call of their own never runs out of tasks, and the
+/// calls it issued since would grow without end, one burst; a poll of
+/// such a task issues one. The total and the marks are read apart
+/// (`Relaxed`, written by the worker meanwhile): a mark newer than the
+/// total makes 0, not a wrap, and the figure is at most a poll's calls
+/// stale.
+fn open_burst(total: u64, idle_mark: u64, poll_mark: u64) -> u64 {
+    total.saturating_sub(idle_mark.max(poll_mark))
+}
+
 impl BufferSet {
     /// A set for `lanes` lanes and `destinations` destinations: a worker's
     /// (`owned`: its worker takes it cheaply), or the one shared by the
@@ -132,6 +155,8 @@ impl BufferSet {
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             idle_mark: AtomicU64::new(0),
+            burst_poll: AtomicU64::new(0),
+            poll_mark: AtomicU64::new(0),
             departures: Arc::default(),
             inner: if owned {
                 BiasedLock::new(buffers)
@@ -144,6 +169,30 @@ impl BufferSet {
     /// All of `awaited`: the set's awaited calls of every action, ever.
     pub(crate) fn awaited_total(&self) -> u64 {
         self.awaited.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Notes, on the set's worker, that the poll `poll` issued an awaited
+    /// call, already counted in `awaited`: the first one of a poll marks
+    /// where the poll's calls begin. A load and a compare a call; the
+    /// sum of `awaited` once a poll.
+    #[inline]
+    pub(crate) fn note_awaited_poll(&self, poll: u64) {
+        if self.burst_poll.load(Ordering::Relaxed) != poll {
+            self.burst_poll.store(poll, Ordering::Relaxed);
+            let before = self.awaited_total().saturating_sub(1);
+            self.poll_mark.store(before, Ordering::Relaxed);
+        }
+    }
+
+    /// The burst the set's worker has open: the awaited calls its current
+    /// poll issued, if it has not run out of tasks since (see
+    /// [`open_burst`]).
+    pub(crate) fn open_burst(&self) -> u64 {
+        open_burst(
+            self.awaited_total(),
+            self.idle_mark.load(Ordering::Relaxed),
+            self.poll_mark.load(Ordering::Relaxed),
+        )
     }
 
     /// Locks the set from any thread (cheap only for its worker).
@@ -246,5 +295,44 @@ impl Buffers {
         }
         self.earliest = earliest;
         due
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_open_burst_is_the_current_polls_calls_since_the_last_idle_point() {
+        // A batch: 40,000 calls issued by one poll, no idle point since.
+        assert_eq!(open_burst(40_000, 0, 0), 40_000);
+        // A worker kept busy by tasks that await a call each: 1,000
+        // calls since its last idle point, one by the current poll.
+        assert_eq!(open_burst(1_000, 0, 999), 1);
+        // It ran out of tasks after the current poll: nothing open.
+        assert_eq!(open_burst(500, 500, 0), 0);
+        // Marks read after a total that moved meanwhile.
+        assert_eq!(open_burst(10, 12, 11), 0);
+    }
+
+    #[test]
+    fn the_first_awaited_call_of_a_poll_marks_where_its_burst_begins() {
+        let set = BufferSet::new(RunKind::ALL.len(), 2, true);
+        let call = |poll: u64| {
+            set.awaited[0].fetch_add(1, Ordering::Relaxed);
+            set.note_awaited_poll(poll);
+        };
+        // Three polls of one call each, then one of five.
+        for poll in 1..=3 {
+            call(poll);
+        }
+        assert_eq!(set.open_burst(), 1);
+        for _ in 0..5 {
+            call(4);
+        }
+        assert_eq!(set.open_burst(), 5);
+        // The worker ran out of tasks (`Aggregator::note_idle`).
+        set.idle_mark.store(set.awaited_total(), Ordering::Relaxed);
+        assert_eq!(set.open_burst(), 0);
     }
 }

@@ -25,11 +25,10 @@
 //! destination: α, the fixed cost of a frame to it from the α-β
 //! calibration of the sends (`adapt/calibration.rs`: the start-up probe,
 //! then the traffic; the mean over the peers before it has one); for the
-//! locality: how
-//! many calls are awaited together (the awaited calls a worker issued
-//! before it ran out of tasks, `aggregate::Bursts`, or so far where it
-//! has not yet; for callers off the
-//! workers, the calls in flight on average), how long an awaited call
+//! locality: how many calls are awaited together (the awaited calls a
+//! worker issued before it ran out of tasks, `aggregate::Bursts`, or so
+//! far in a poll that issues them still; for callers off the workers,
+//! the calls in flight on average), how long an awaited call
 //! takes to come back (the calls in flight on average over the calls a
 //! second, Little's law), both from the integral of the calls in flight
 //! over the epoch, exact from the moments the calls left and their
@@ -207,16 +206,24 @@ fn integral_so_far(left: u64, issued_ns: u64, answered: Arrivals, at_ns: u64) ->
 /// How many calls a call awaited in the epoch was awaited with: the
 /// workers' bursts (`Σn² / Σn`, see `aggregate::Bursts`), those that
 /// ended in the epoch (`closed`, the change of the counts over it) and
-/// those still `open` at its end, counted as they stand (a worker that
-/// has issued 40,000 calls without running out of tasks awaits at least
-/// those together: without them, the calls in flight stood in, some
-/// 600 on average in toy's batch of 400,000); else (callers off the
-/// workers) `in_flight`, the calls in flight on average over the epoch.
+/// those still `open` at its end, counted as they stand, the calls so
+/// far of a poll that issues them still. Where no burst ended (callers
+/// off the workers, workers that have not run out of tasks), the calls
+/// in flight on average over the epoch (`in_flight`) stand in, or an
+/// open burst if larger: a task 40,000 calls into a batch it issues in
+/// one poll awaits at least those together, where some 600 were in
+/// flight on average in toy's batch of 400,000; a worker kept busy by
+/// tasks that each await a call of their own has one call open, and
+/// the calls in flight say more.
 fn awaited_together(closed: (u64, u64), open: (u64, u64), in_flight: f64) -> f64 {
-    let sum = closed.0.saturating_add(open.0);
-    let squares = closed.1.saturating_add(open.1);
-    if sum > 0 {
-        squares as f64 / sum as f64
+    let ratio = |(sum, squares): (u64, u64)| squares as f64 / sum as f64;
+    if closed.0 > 0 {
+        ratio((
+            closed.0.saturating_add(open.0),
+            closed.1.saturating_add(open.1),
+        ))
+    } else if open.0 > 0 {
+        ratio(open).max(in_flight)
     } else {
         in_flight
     }
@@ -374,8 +381,8 @@ mod tests {
     }
 
     #[test]
-    fn a_burst_still_open_counts_as_it_stands_and_in_flight_only_without_bursts() {
-        // A worker 40,000 calls into a batch, 300 of them in flight.
+    fn a_burst_still_open_counts_as_it_stands_and_in_flight_where_none_ended() {
+        // A task 40,000 calls into a batch, 300 of them in flight.
         assert_eq!(
             awaited_together((0, 0), (40_000, 40_000 * 40_000), 300.0),
             40_000.0
@@ -386,6 +393,9 @@ mod tests {
         assert!((together - 510_000.0 / 1100.0).abs() < 1e-9, "{together}");
         // No burst at all: the calls in flight.
         assert_eq!(awaited_together((0, 0), (0, 0), 3.5), 3.5);
+        // Two workers kept busy by tasks that each await a call: a call
+        // open on each; the calls in flight say more.
+        assert_eq!(awaited_together((0, 0), (2, 2), 300.0), 300.0);
     }
 
     #[test]
