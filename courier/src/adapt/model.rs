@@ -109,6 +109,24 @@ pub(crate) struct Machine {
     pub(crate) alpha_ns: f64,
 }
 
+/// The cost of an awaited call on a burst's way that splitting the burst
+/// overlaps (issuing it, answering it), against which a message's α sizes
+/// the parts (`Aggregator::split_parcels`: √(n·α/c) calls a part for a
+/// burst of n). Measured on toy's bursts of 500 after a batch over
+/// loopback TCP (α 3–6 µs) with α/c fixed: 15, 30 and 60 (parts of 87 to
+/// 173) came within 2 % of each other, 120 (two parts) 3 % behind them,
+/// whole bursts 7 % (BENCHMARKS.md, issue #15, fifteenth part). A guess
+/// that puts α/c at 30–60 there, tune me.
+pub(crate) const SPLIT_PARCEL_NS: f64 = 100.0;
+
+impl Machine {
+    /// α over [`SPLIT_PARCEL_NS`]: what sizes the parts a burst of awaited
+    /// calls is split into on this machine.
+    pub(crate) fn split_ratio(&self) -> f64 {
+        self.alpha_ns.max(0.0) / SPLIT_PARCEL_NS
+    }
+}
+
 /// What the tuner may set.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Bounds {

@@ -113,8 +113,12 @@ impl LaneStats {
 /// comparisons.
 #[derive(Debug, Clone, Copy)]
 struct Limits {
-    /// Parcels below which the buffer stays.
+    /// Parcels below which the buffer stays: `setting_parcels`, or a part
+    /// of a burst below it ([`Buffer::cut_at`]).
     parcels: u32,
+    /// Parcels below which the buffer stays by its setting: a count
+    /// policy's count, no bound for a byte policy (`u32::MAX`), 0 for off.
+    setting_parcels: u32,
     /// Frame bytes below which the buffer stays.
     bytes: usize,
     /// Largest parcel that stays.
@@ -139,6 +143,7 @@ impl Limits {
         };
         Limits {
             parcels,
+            setting_parcels: parcels,
             bytes: bytes.min(frame),
             parcel_bytes,
         }
@@ -247,6 +252,18 @@ impl Buffer {
         stays
     }
 
+    /// Sends the frame this buffer begins once it holds `parcels`, a part
+    /// of a burst (`Aggregator::split_parcels`; `u32::MAX`: by its setting
+    /// alone), if its setting is a count policy and would hold more.
+    /// Called with the first parcel of each frame.
+    pub(crate) fn cut_at(&mut self, parcels: u32) {
+        let cut = match self.setting.in_force() {
+            Coalescing::Count(_) => parcels,
+            _ => u32::MAX,
+        };
+        self.limits.parcels = self.limits.setting_parcels.min(cut);
+    }
+
     /// Accounts for the parcel just appended (it took `parcel_bytes`) and
     /// asks `policy` whether to flush. `now_ns` is given for the first
     /// parcel of a frame only.
@@ -262,12 +279,15 @@ impl Buffer {
             gap_ns = self.stamp(now);
             self.first_ns = now;
         }
-        policy.after_push(Filled {
-            parcels: self.frame.len(),
-            bytes: self.frame.byte_len(),
-            parcel_bytes,
-            gap_ns,
-        })
+        let parcels = self.frame.len();
+        policy
+            .after_push(Filled {
+                parcels,
+                bytes: self.frame.byte_len(),
+                parcel_bytes,
+                gap_ns,
+            })
+            .or_else(|| (parcels >= self.limits.parcels).then_some(Reason::Split))
     }
 
     /// Takes every parcel out as one frame, leaving at `now_ns` (None when
@@ -381,6 +401,45 @@ mod tests {
         // from the last frame, the next one's from the lone one.
         assert_eq!(buffer.stats.parcels, 2);
         assert_eq!(buffer.stats.gap_sum_ns, 5_000_000 + 10_000);
+    }
+
+    #[test]
+    fn a_frame_cut_as_a_part_of_a_burst_leaves_there_and_the_next_at_its_count() {
+        let (mut buffer, policy) = buffer();
+        let count = policy.num_parcels;
+        // The last frame left at 0.
+        push(&mut buffer);
+        assert!(buffer.take(Reason::Idle, 0).is_some());
+        // A frame begun as a part of 3 (`Aggregator::split_parcels`): the
+        // policy takes the first, the fast path keeps the second, and the
+        // third goes to the policy, and leaves.
+        let bytes = push(&mut buffer);
+        buffer.cut_at(3);
+        assert_eq!(buffer.pushed(&policy, bytes, Some(1_000)), None);
+        let bytes = push(&mut buffer);
+        assert!(buffer.pushed_fast(bytes));
+        let bytes = push(&mut buffer);
+        assert!(!buffer.pushed_fast(bytes));
+        assert_eq!(buffer.pushed(&policy, bytes, None), Some(Reason::Split));
+        assert!(buffer.take(Reason::Split, 2_000).is_some());
+        // The next frame is no part: it stays until the count.
+        let bytes = push(&mut buffer);
+        buffer.cut_at(u32::MAX);
+        assert_eq!(buffer.pushed(&policy, bytes, Some(2_100)), None);
+        for _ in 2..count {
+            let bytes = push(&mut buffer);
+            assert!(buffer.pushed_fast(bytes));
+        }
+        let bytes = push(&mut buffer);
+        assert!(!buffer.pushed_fast(bytes));
+        assert_eq!(buffer.pushed(&policy, bytes, None), Some(Reason::Count));
+        // A part larger than the count changes nothing; a byte policy
+        // (TRAM's) is not cut.
+        buffer.cut_at(count + 1);
+        assert_eq!(buffer.limits.parcels, count);
+        buffer.set(Coalescing::Bytes(super::super::policy::BytePolicy::DEFAULT));
+        buffer.cut_at(3);
+        assert_eq!(buffer.limits.parcels, u32::MAX);
     }
 
     #[test]

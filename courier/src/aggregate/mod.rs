@@ -55,7 +55,7 @@ pub(crate) use timer::{Key, Lateness};
 use buffer::Buffer;
 use entry::Fired;
 use set::{BufferSet, Buffers, CHECK_EVERY, Locked, lane, lane_parts};
-use settings::Settings;
+use settings::{Settings, Split};
 use timer::{Epoch, FlushTimer};
 
 use crate::action::registry;
@@ -91,6 +91,11 @@ pub(crate) struct Aggregator {
     forwarded: Box<[AtomicU64]>,
     timer: FlushTimer,
     bursts: Bursts,
+    /// α over the cost of a call on a burst's way (`f64` bits; 0: not
+    /// known yet, bursts leave whole): what sizes the parts a burst of
+    /// awaited calls is split into (see [`Aggregator::split_parcels`]).
+    /// Set by adaptive coalescing's tuning loop.
+    split_ratio: AtomicU64,
 }
 
 /// The awaited calls the workers issue between two moments they run out
@@ -192,6 +197,7 @@ impl Aggregator {
             forwarded: entries.iter().map(|_| AtomicU64::new(0)).collect(),
             timer: FlushTimer::new(epoch),
             bursts: Bursts::default(),
+            split_ratio: AtomicU64::new(0),
         }
     }
 
@@ -347,6 +353,11 @@ impl Aggregator {
         }
         encode(&mut buffer.frame).map_err(encode_failure)?;
         buffer.awaited += u32::from(awaited);
+        let cut = match (awaited, on_worker, kind) {
+            (true, true, RunKind::Calls) => self.split_parcels(set_index, slot),
+            _ => u32::MAX,
+        };
+        buffer.cut_at(cut);
         let parcel_bytes = buffer.frame.byte_len() - before;
         self.push_slow(
             outbox,
@@ -387,6 +398,47 @@ impl Aggregator {
         let together = Self::answering_many(lane, dest)
             || (on_worker && buffers.count_in_poll(current_poll()) >= BURST_CALLS);
         together.then(|| bounds.start())
+    }
+
+    /// The calls at which a frame of the awaited calls the worker of
+    /// `set` issues to the action in `slot` leaves, a part of the worker's
+    /// burst split so that the destination starts on the first part while
+    /// the worker issues the rest, and the responses to it come back
+    /// meanwhile (`u32::MAX`: whole, at the setting's count; the action's
+    /// `AdaptivePolicy::split` may set it). A burst of `n` calls sent in
+    /// `k` parts takes about `n·c/k` (issuing the first part, at a cost
+    /// `c` a call) plus the destination's work on all `n`, plus `k·α` (a
+    /// message's cost on the way): least at `k = √(n·c/α)`, parts of
+    /// `√(n·α/c)` calls (`set::split_parcels`, with `α/c` the tuning
+    /// loop's, [`set_split_ratio`](Self::set_split_ratio)). The burst is
+    /// the worker's last one (between its last two idle points) or the one
+    /// it has open, whichever is larger: a batch of 400,000 calls after
+    /// bursts of 500 begins in parts of 125–167, which grow with it to a
+    /// few thousand; a worker kept busy by tasks that each await a call
+    /// counts its calls between idle points as one burst, and sends them
+    /// in parts of its square root (BENCHMARKS.md, issue #15, fifteenth
+    /// part, has what splitting measured).
+    fn split_parcels(&self, set: usize, slot: usize) -> u32 {
+        match self.settings.split(slot) {
+            Split::Whole => u32::MAX,
+            Split::Parcels(parcels) => parcels,
+            Split::Model => {
+                let ratio = f64::from_bits(self.split_ratio.load(Ordering::Relaxed));
+                self.sets[set].split_parcels(ratio)
+            }
+        }
+    }
+
+    /// Sets `α/c`, the cost of a message over that of a call on a burst's
+    /// way, which sizes the parts a burst of awaited calls is split into
+    /// (see [`split_parcels`](Self::split_parcels)); 0 sends bursts whole.
+    pub(crate) fn set_split_ratio(&self, ratio: f64) {
+        let ratio = if ratio.is_finite() {
+            ratio.max(0.0)
+        } else {
+            0.0
+        };
+        self.split_ratio.store(ratio.to_bits(), Ordering::Relaxed);
     }
 
     /// The rest of [`push`](Self::push) when the policy must decide: the
@@ -708,6 +760,7 @@ impl Aggregator {
         let total = set.awaited_total();
         let issued = total.wrapping_sub(set.idle_mark.swap(total, Ordering::Relaxed));
         if issued > 0 {
+            set.last_burst.store(issued, Ordering::Relaxed);
             self.bursts.sum.fetch_add(issued, Ordering::Relaxed);
             self.bursts
                 .squares

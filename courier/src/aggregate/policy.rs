@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 /// with keys `num_parcels`, `interval_us`, `max_bytes`, or
 /// `bytes[:key=value,...]` with keys `buffer_bytes`, `threshold`,
 /// `cutoff`, `timeout_us`; both also take `dimensions` (1 or 2, see
-/// [`Coalescing::dimensions`]). `adaptive[:max_bytes=N,max_parcels=N,kappa=F]`
+/// [`Coalescing::dimensions`]). `adaptive[:max_bytes=N,max_parcels=N,kappa=F,split=N]`
 /// lets the runtime tune the count policy ([`AdaptivePolicy`]). Keys
 /// left out keep their defaults.
 ///
@@ -134,8 +134,11 @@ pub struct BytePolicy {
 /// the action from the traffic it measures (rate and size of parcels,
 /// the cost of a message, how many callers wait), at most three times
 /// per phase of the traffic and never while it is steady. It starts
-/// from the default count policy. Text form: `adaptive` or
-/// `adaptive:max_bytes=B,max_parcels=N,kappa=K` (each optional).
+/// from the default count policy. A burst of awaited calls a worker
+/// issues leaves split into parts (see [`AdaptivePolicy::split`]), so
+/// that the destination starts on the first while the rest is issued
+/// (counted by `/coalescing/count/flush-split`). Text form: `adaptive` or
+/// `adaptive:max_bytes=B,max_parcels=N,kappa=K,split=N` (each optional).
 ///
 /// # Examples
 ///
@@ -167,6 +170,16 @@ pub struct AdaptivePolicy {
     /// sets `√(2Qα/κ)` parcels a message, and tries larger ones only
     /// below κ = 0.1.
     pub kappa: Option<f64>,
+    /// The calls a part of a burst of awaited calls holds: a burst a
+    /// worker issues (the calls it issues before it runs out of tasks)
+    /// leaves split into parts, so that the destination starts on the
+    /// first while the worker issues the rest. `None` (the default): the
+    /// model's, about `√(n·α/c)` calls a part for a burst of `n` (α the
+    /// cost of a message the tuner measures, `c` = 100 ns the cost of a
+    /// call on the burst's way), at least 64; `Some(0)`: bursts leave
+    /// whole (at the count in force); `Some(k)`: parts of `k` calls. A
+    /// part never holds more than the count in force.
+    pub split: Option<u32>,
 }
 
 impl AdaptivePolicy {
@@ -176,6 +189,7 @@ impl AdaptivePolicy {
         max_bytes: 64 << 10,
         max_parcels: 16 << 10,
         kappa: None,
+        split: None,
     };
 
     /// The setting buffers start from: the default count policy within
@@ -315,6 +329,9 @@ impl fmt::Display for Coalescing {
                 if let Some(k) = p.kappa {
                     write!(f, ",kappa={k}")?;
                 }
+                if let Some(n) = p.split {
+                    write!(f, ",split={n}")?;
+                }
                 return Ok(());
             }
             Coalescing::Count(p) => write!(
@@ -382,9 +399,10 @@ impl FromStr for Coalescing {
                         ("max_bytes", v) => p.max_bytes = num("max_bytes", v)?,
                         ("max_parcels", v) => p.max_parcels = num("max_parcels", v)?,
                         ("kappa", v) => p.kappa = Some(num("kappa", v)?),
+                        ("split", v) => p.split = Some(num("split", v)?),
                         (k, _) => {
                             return Err(format!(
-                                "adaptive takes max_bytes, max_parcels, kappa; not `{k}`"
+                                "adaptive takes max_bytes, max_parcels, kappa, split; not `{k}`"
                             ));
                         }
                     }
@@ -411,7 +429,7 @@ impl FromStr for Coalescing {
             }
             _ => {
                 return Err(format!(
-                    "`{s}`: expected off, on, adaptive[:max_bytes=N,max_parcels=N,kappa=F], count[:num_parcels=N,interval_us=N,max_bytes=N,dimensions=1|2] or bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N,dimensions=1|2]"
+                    "`{s}`: expected off, on, adaptive[:max_bytes=N,max_parcels=N,kappa=F,split=N], count[:num_parcels=N,interval_us=N,max_bytes=N,dimensions=1|2] or bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N,dimensions=1|2]"
                 ));
             }
         };
@@ -447,11 +465,15 @@ pub(crate) enum Reason {
     /// Responses of an adaptive action: the run of calls they answer was
     /// handled.
     Answered,
+    /// Awaited calls of an adaptive action: a part of the burst its
+    /// worker is issuing, sent so that the destination starts on it while
+    /// the rest is issued (see `Aggregator::split_parcels`).
+    Split,
 }
 
 impl Reason {
     /// Every reason, in counter-slot order.
-    pub(crate) const ALL: [Reason; 9] = [
+    pub(crate) const ALL: [Reason; 10] = [
         Reason::Count,
         Reason::Bytes,
         Reason::Timer,
@@ -461,6 +483,7 @@ impl Reason {
         Reason::Changed,
         Reason::Idle,
         Reason::Answered,
+        Reason::Split,
     ];
 
     /// The slot of this reason in per-reason arrays.

@@ -58,6 +58,11 @@ pub(crate) struct BufferSet {
     /// (written by that worker only, in `Aggregator::note_idle`; read by
     /// the tuner, `Aggregator::open_bursts`).
     pub(crate) idle_mark: AtomicU64,
+    /// The awaited calls the set's worker issued between its last two
+    /// idle points, its last burst (written by that worker only, in
+    /// `Aggregator::note_idle`): what sizes the parts its next burst is
+    /// split into ([`BufferSet::split_parcels`]).
+    pub(crate) last_burst: AtomicU64,
     /// The poll (`sched::current_poll`) of the worker's last awaited
     /// call...
     burst_poll: AtomicU64,
@@ -133,6 +138,35 @@ fn open_burst(total: u64, idle_mark: u64, poll_mark: u64) -> u64 {
     total.saturating_sub(idle_mark.max(poll_mark))
 }
 
+/// The fewest calls a part of a split burst holds: smaller parts cost
+/// more in messages than their overlap saves (toy's bursts of 500 came
+/// back in 253 µs at 64 calls a message and in 230 at 128, over loopback
+/// TCP: BENCHMARKS.md, issue #15, fourteenth part), and where a message
+/// costs less than a call (in process) the model would send a few calls a
+/// part. A guess, tune me.
+pub(crate) const MIN_SPLIT_PARCELS: u32 = 64;
+
+/// The calls a part of a burst of `burst` awaited calls holds when a
+/// message costs `ratio` times a call: the burst split into
+/// `k = √(burst/ratio)` parts (to the nearest whole number) of
+/// `⌈burst/k⌉` calls, the last one the rest, and at least
+/// [`MIN_SPLIT_PARCELS`]. `u32::MAX` (the burst whole) below two parts,
+/// and for a ratio not above 0 (not known).
+fn split_parcels(burst: u64, ratio: f64) -> u32 {
+    if ratio.is_nan() || ratio <= 0.0 {
+        return u32::MAX;
+    }
+    let burst = burst as f64;
+    let parts = (burst / ratio).sqrt().round();
+    if parts < 2.0 {
+        return u32::MAX;
+    }
+    (burst / parts)
+        .ceil()
+        .max(f64::from(MIN_SPLIT_PARCELS))
+        .min(f64::from(u32::MAX)) as u32
+}
+
 impl BufferSet {
     /// A set for `lanes` lanes and `destinations` destinations: a worker's
     /// (`owned`: its worker takes it cheaply), or the one shared by the
@@ -155,6 +189,7 @@ impl BufferSet {
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             idle_mark: AtomicU64::new(0),
+            last_burst: AtomicU64::new(0),
             burst_poll: AtomicU64::new(0),
             poll_mark: AtomicU64::new(0),
             departures: Arc::default(),
@@ -193,6 +228,19 @@ impl BufferSet {
             self.idle_mark.load(Ordering::Relaxed),
             self.poll_mark.load(Ordering::Relaxed),
         )
+    }
+
+    /// The calls a part of the burst the set's worker issues holds, for a
+    /// cost of a message `ratio` times a call's (see
+    /// `Aggregator::split_parcels`): the burst is its last one or the one
+    /// it has open, whichever is larger (every action's and destination's
+    /// awaited calls together).
+    pub(crate) fn split_parcels(&self, ratio: f64) -> u32 {
+        let burst = self
+            .last_burst
+            .load(Ordering::Relaxed)
+            .max(self.open_burst());
+        split_parcels(burst, ratio)
     }
 
     /// Locks the set from any thread (cheap only for its worker).
@@ -315,13 +363,17 @@ mod tests {
         assert_eq!(open_burst(10, 12, 11), 0);
     }
 
+    /// Counts an awaited call of the set's worker issued in `poll`, as
+    /// `Aggregator::push` does.
+    fn call(set: &BufferSet, poll: u64) {
+        set.awaited[0].fetch_add(1, Ordering::Relaxed);
+        set.note_awaited_poll(poll);
+    }
+
     #[test]
     fn the_first_awaited_call_of_a_poll_marks_where_its_burst_begins() {
         let set = BufferSet::new(RunKind::ALL.len(), 2, true);
-        let call = |poll: u64| {
-            set.awaited[0].fetch_add(1, Ordering::Relaxed);
-            set.note_awaited_poll(poll);
-        };
+        let call = |poll: u64| call(&set, poll);
         // Three polls of one call each, then one of five.
         for poll in 1..=3 {
             call(poll);
@@ -334,5 +386,45 @@ mod tests {
         // The worker ran out of tasks (`Aggregator::note_idle`).
         set.idle_mark.store(set.awaited_total(), Ordering::Relaxed);
         assert_eq!(set.open_burst(), 0);
+    }
+
+    #[test]
+    fn a_burst_is_split_into_the_square_root_of_its_calls_over_the_ratio_parts() {
+        // 500 calls at α/c = 50: √10 ≈ 3 parts of 167; at 30, 4 of 125.
+        assert_eq!(split_parcels(500, 50.0), 167);
+        assert_eq!(split_parcels(500, 30.0), 125);
+        // A batch of 400,000: 89 parts of 4,495.
+        assert_eq!(split_parcels(400_000, 50.0), 4_495);
+        // Below two parts, or without a ratio, the burst leaves whole.
+        assert_eq!(split_parcels(100, 50.0), u32::MAX);
+        assert_eq!(split_parcels(1, 50.0), u32::MAX);
+        assert_eq!(split_parcels(500, 0.0), u32::MAX);
+        assert_eq!(split_parcels(500, f64::NAN), u32::MAX);
+        assert_eq!(split_parcels(500, -1.0), u32::MAX);
+        // A message cheaper than a call (in process): parts of the
+        // fewest calls, whatever the ratio.
+        assert_eq!(split_parcels(500, 0.6), MIN_SPLIT_PARCELS);
+        assert_eq!(split_parcels(500, 1e-300), MIN_SPLIT_PARCELS);
+        assert_eq!(split_parcels(u64::MAX, 1e-300), MIN_SPLIT_PARCELS);
+    }
+
+    #[test]
+    fn the_parts_follow_the_last_burst_or_the_open_one_if_larger() {
+        let set = BufferSet::new(RunKind::ALL.len(), 2, true);
+        let call = |poll: u64| call(&set, poll);
+        // No burst yet: the first calls leave whole.
+        call(1);
+        assert_eq!(set.split_parcels(50.0), u32::MAX);
+        // A burst of 500 ended (`Aggregator::note_idle`): the next
+        // burst's first call already knows its parts.
+        set.last_burst.store(500, Ordering::Relaxed);
+        set.idle_mark.store(set.awaited_total(), Ordering::Relaxed);
+        call(2);
+        assert_eq!(set.split_parcels(50.0), 167);
+        // A batch after it: its parts grow with the calls it issued.
+        for _ in 0..20_000 {
+            call(2);
+        }
+        assert_eq!(set.split_parcels(50.0), 1_001);
     }
 }

@@ -5,7 +5,7 @@
 //! so a parcel never reads this table; only making a buffer, changing a
 //! setting and the counters do.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use parking_lot::RwLock;
 use rustc_hash::FxHashMap;
@@ -25,6 +25,29 @@ struct ActionSettings {
     /// Whether `adaptive` holds bounds: one load for the send path, which
     /// asks for every burst of calls under off.
     is_adaptive: AtomicBool,
+    /// `adaptive`'s `split` for the send path, which asks at each frame
+    /// of awaited calls ([`SPLIT_MODEL`] for `None`).
+    split: AtomicU32,
+}
+
+/// How an adaptive action's bursts of awaited calls are split into
+/// parts (`AdaptivePolicy::split`, `Aggregator::split_parcels`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Split {
+    /// Whole: the action is not adaptive, or its policy says `split=0`.
+    Whole,
+    /// In parts the model sizes.
+    Model,
+    /// In parts of this many calls.
+    Parcels(u32),
+}
+
+/// `ActionSettings::split` for a policy's `None`.
+const SPLIT_MODEL: u32 = u32::MAX;
+
+/// `ActionSettings::split` for `policy`.
+fn split_of(policy: Option<AdaptivePolicy>) -> u32 {
+    policy.and_then(|p| p.split).unwrap_or(SPLIT_MODEL)
 }
 
 #[derive(Debug)]
@@ -51,6 +74,10 @@ impl Settings {
                     _ => None,
                 }),
                 is_adaptive: AtomicBool::new(matches!(default, Coalescing::Adaptive(_))),
+                split: AtomicU32::new(match default {
+                    Coalescing::Adaptive(bounds) => split_of(Some(bounds)),
+                    _ => SPLIT_MODEL,
+                }),
                 table: RwLock::new(Table {
                     default: default.in_force(),
                     per_destination: FxHashMap::default(),
@@ -89,6 +116,7 @@ impl Settings {
             (_, None) => *adaptive = None,
             (_, Some(_)) => {}
         }
+        action.split.store(split_of(*adaptive), Ordering::Relaxed);
         action
             .is_adaptive
             .store(adaptive.is_some(), Ordering::Relaxed);
@@ -113,6 +141,20 @@ impl Settings {
     /// decisions for others move, no longer applies to it.
     pub(crate) fn pin(&self, slot: usize, dest: LocalityId, setting: Coalescing) {
         self.put(slot, Some(dest), setting);
+    }
+
+    /// How the action in `slot` splits its bursts of awaited calls: two
+    /// loads.
+    pub(crate) fn split(&self, slot: usize) -> Split {
+        let action = &self.actions[slot];
+        if !action.is_adaptive.load(Ordering::Relaxed) {
+            return Split::Whole;
+        }
+        match action.split.load(Ordering::Relaxed) {
+            SPLIT_MODEL => Split::Model,
+            0 => Split::Whole,
+            parcels => Split::Parcels(parcels),
+        }
     }
 
     /// The bounds of the tuner of the action in `slot`, if it is adaptive.
@@ -156,5 +198,32 @@ impl Settings {
     #[inline]
     pub(crate) fn routed(&self, slot: usize) -> bool {
         self.actions[slot].routed.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_adaptive_action_splits_its_bursts_as_its_policy_says() {
+        let adaptive = |split| {
+            Coalescing::Adaptive(AdaptivePolicy {
+                split,
+                ..AdaptivePolicy::DEFAULT
+            })
+        };
+        let settings = Settings::new([adaptive(None), Coalescing::default()]);
+        assert_eq!(settings.split(0), Split::Model);
+        assert_eq!(settings.split(1), Split::Whole, "not adaptive");
+        settings.set(0, None, adaptive(Some(100)));
+        assert_eq!(settings.split(0), Split::Parcels(100));
+        settings.set(0, None, adaptive(Some(0)));
+        assert_eq!(settings.split(0), Split::Whole);
+        settings.set(1, None, adaptive(None));
+        assert_eq!(settings.split(1), Split::Model);
+        // Another setting towards every destination ends the tuning.
+        settings.set(1, None, Coalescing::default());
+        assert_eq!(settings.split(1), Split::Whole);
     }
 }

@@ -567,6 +567,11 @@ pub(crate) static TYPES: &[CounterType] = &[
         "flushes at termination checks (the job looked idle) and at shutdown"
     ),
     flush_counter!(
+        "/coalescing/count/flush-split",
+        Split,
+        "flushes of a part of a burst of an adaptive action's awaited calls, so that the destination starts on it while the rest is issued"
+    ),
+    flush_counter!(
         "/coalescing/count/flush-timer",
         Timer,
         "flushes by the flush timer (interval_us or timeout_us elapsed)"
