@@ -67,21 +67,21 @@ impl Settings {
     pub(crate) fn new(defaults: impl IntoIterator<Item = Coalescing>) -> Self {
         let actions = defaults
             .into_iter()
-            .map(|default| ActionSettings {
-                routed: AtomicBool::new(default.dimensions() > 1),
-                adaptive: RwLock::new(match default {
+            .map(|default| {
+                let adaptive = match default {
                     Coalescing::Adaptive(bounds) => Some(bounds),
                     _ => None,
-                }),
-                is_adaptive: AtomicBool::new(matches!(default, Coalescing::Adaptive(_))),
-                split: AtomicU32::new(match default {
-                    Coalescing::Adaptive(bounds) => split_of(Some(bounds)),
-                    _ => SPLIT_MODEL,
-                }),
-                table: RwLock::new(Table {
-                    default: default.in_force(),
-                    per_destination: FxHashMap::default(),
-                }),
+                };
+                ActionSettings {
+                    routed: AtomicBool::new(default.dimensions() > 1),
+                    adaptive: RwLock::new(adaptive),
+                    is_adaptive: AtomicBool::new(adaptive.is_some()),
+                    split: AtomicU32::new(split_of(adaptive)),
+                    table: RwLock::new(Table {
+                        default: default.in_force(),
+                        per_destination: FxHashMap::default(),
+                    }),
+                }
             })
             .collect();
         Settings { actions }

@@ -258,10 +258,11 @@ impl Loop {
         } else if messages > 0 {
             self.alpha_ns = now.send_ns.saturating_sub(last.send_ns) as f64 / messages as f64;
         }
-        let machine = Machine {
+        let split_ratio = Machine {
             alpha_ns: self.alpha_ns,
-        };
-        l.aggregator.set_split_ratio(machine.split_ratio());
+        }
+        .split_ratio();
+        l.aggregator.set_split_ratio(split_ratio);
         let parcels = now.parcels.saturating_sub(last.parcels);
         let cost_ns_per_parcel =
             now.background_ns.saturating_sub(last.background_ns) as f64 / parcels.max(1) as f64;
