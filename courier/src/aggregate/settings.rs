@@ -45,9 +45,14 @@ pub(crate) enum Split {
 /// `ActionSettings::split` for a policy's `None`.
 const SPLIT_MODEL: u32 = u32::MAX;
 
-/// `ActionSettings::split` for `policy`.
+/// `ActionSettings::split` for `policy`. Parts of `u32::MAX` calls are
+/// never cut below the count in force: whole, not the model's marker.
 fn split_of(policy: Option<AdaptivePolicy>) -> u32 {
-    policy.and_then(|p| p.split).unwrap_or(SPLIT_MODEL)
+    match policy.and_then(|p| p.split) {
+        None => SPLIT_MODEL,
+        Some(SPLIT_MODEL) => 0,
+        Some(parcels) => parcels,
+    }
 }
 
 #[derive(Debug)]
@@ -219,6 +224,9 @@ mod tests {
         settings.set(0, None, adaptive(Some(100)));
         assert_eq!(settings.split(0), Split::Parcels(100));
         settings.set(0, None, adaptive(Some(0)));
+        assert_eq!(settings.split(0), Split::Whole);
+        // Parts too large to cut anything, not the model's.
+        settings.set(0, None, adaptive(Some(u32::MAX)));
         assert_eq!(settings.split(0), Split::Whole);
         settings.set(1, None, adaptive(None));
         assert_eq!(settings.split(1), Split::Model);
