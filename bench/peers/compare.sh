@@ -19,6 +19,9 @@
 #   -T N             table entries per process (default 10000)
 #   --only REGEX     only the configurations whose name matches
 #   -o DIR           where logs and results.csv go (default target/peers-<date>)
+#   --coalescing SPEC  also run Courier's kernels with `--coalescing SPEC`
+#                    (repeatable; named courier-KERNEL-TRANSPORT@SPEC, commas
+#                    in SPEC written as ';')
 #
 # Courier's binaries are target/release/{histo,ig}, built with
 # `cargo build --release -p courier-apps --features mpi`. Rates are millions
@@ -28,7 +31,7 @@
 # operation, its sends and the receives it serves summed.
 set -u
 
-K=5; N=10000000; T=10000; ONLY=""; OUT=""; BALE=""; YGM=""
+K=5; N=10000000; T=10000; ONLY=""; OUT=""; BALE=""; YGM=""; SPECS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --bale-bin) BALE=$2; shift 2;;
@@ -38,7 +41,8 @@ while [ $# -gt 0 ]; do
     -T) T=$2; shift 2;;
     --only) ONLY=$2; shift 2;;
     -o) OUT=$2; shift 2;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0;;
+    --coalescing) SPECS+=("$2"); shift 2;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2;;
   esac
 done
@@ -63,6 +67,10 @@ for kern in histo ig; do
   case $kern in histo) arg="--updates $N --table $T";; ig) arg="--reads $N --table $T";; esac
   add "courier-$kern-mpi" courier "$MPI_SHM target/release/$kern $arg --runs 1"
   add "courier-$kern-tcp" courier "target/release/$kern $arg --runs 1"
+  for spec in "${SPECS[@]}"; do
+    add "courier-$kern-mpi@${spec//,/;}" courier "$MPI_SHM target/release/$kern $arg --runs 1 --coalescing $spec"
+    add "courier-$kern-tcp@${spec//,/;}" courier "target/release/$kern $arg --runs 1 --coalescing $spec"
+  done
   if [ $kern = ig ]; then
     add "courier-ig-posts-mpi" courier "$MPI_SHM target/release/ig $arg --mode posts --runs 1"
     add "courier-ig-posts-tcp" courier "target/release/ig $arg --mode posts --runs 1"
