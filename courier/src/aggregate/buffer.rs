@@ -119,7 +119,9 @@ struct Limits {
     /// Parcels below which the buffer stays by its setting: a count
     /// policy's count, no bound for a byte policy (`u32::MAX`), 0 for off.
     setting_parcels: u32,
-    /// Frame bytes below which the buffer stays.
+    /// Frame bytes below which the buffer stays with another parcel of
+    /// the size of the last (the count policy's bound; the byte policy's
+    /// threshold, which the policy checks without it when it is near).
     bytes: usize,
     /// Largest parcel that stays.
     parcel_bytes: usize,
@@ -244,7 +246,7 @@ impl Buffer {
     #[inline]
     pub(crate) fn pushed_fast(&mut self, parcel_bytes: usize) -> bool {
         let stays = self.frame.len() < self.limits.parcels
-            && self.frame.byte_len() < self.limits.bytes
+            && self.frame.byte_len() + parcel_bytes < self.limits.bytes
             && parcel_bytes <= self.limits.parcel_bytes;
         if stays {
             self.stats.parcels += 1;
@@ -440,6 +442,65 @@ mod tests {
         buffer.set(Coalescing::Bytes(super::super::policy::BytePolicy::DEFAULT));
         buffer.cut_at(3);
         assert_eq!(buffer.limits.parcels, u32::MAX);
+    }
+
+    /// Pushes posts into `buffer` under `policy` (the first at 1 µs, then
+    /// through the fast path as the aggregator does) until it flushes;
+    /// returns why, the parcels and the frame's bytes.
+    fn fill(buffer: &mut Buffer, policy: &dyn FlushPolicy) -> (Reason, u32, usize) {
+        let bytes = push(buffer);
+        let mut reason = buffer.pushed(policy, bytes, Some(1_000));
+        while reason.is_none() {
+            let bytes = push(buffer);
+            if !buffer.pushed_fast(bytes) {
+                reason = buffer.pushed(policy, bytes, None);
+            }
+        }
+        (reason.unwrap(), buffer.frame.len(), buffer.frame.byte_len())
+    }
+
+    #[test]
+    fn a_count_policy_frame_of_one_parcel_size_stays_within_max_bytes_and_a_byte_policy_passes_its_threshold()
+     {
+        let (mut buffer, _) = buffer();
+        let one = push(&mut buffer);
+        let header = buffer.frame.byte_len() - one;
+        let _ = buffer.take(Reason::Idle, 0);
+        // Room for 40 parcels and half of one more: it leaves with 40, as
+        // many as fit (it left with 41, just over the bound, before).
+        let max_bytes = header + 40 * one + one / 2;
+        let count = CountPolicy {
+            max_bytes,
+            ..CountPolicy::DEFAULT
+        };
+        buffer.set(Coalescing::Count(count));
+        let (reason, parcels, bytes) = fill(&mut buffer, &count);
+        assert_eq!((reason, parcels), (Reason::Bytes, 40), "{bytes} bytes");
+        assert!(bytes <= max_bytes, "{bytes} > {max_bytes}");
+        // Exactly 40 parcels' room: still 40, filling it.
+        let _ = buffer.take(Reason::Bytes, 2_000);
+        let exact = CountPolicy {
+            max_bytes: header + 40 * one,
+            ..CountPolicy::DEFAULT
+        };
+        buffer.set(Coalescing::Count(exact));
+        assert_eq!(
+            fill(&mut buffer, &exact),
+            (Reason::Bytes, 40, header + 40 * one)
+        );
+        // TRAM's threshold is unchanged: flushed once over it, so a frame
+        // passes it by up to a parcel.
+        let _ = buffer.take(Reason::Bytes, 3_000);
+        let tram = super::super::policy::BytePolicy {
+            buffer_bytes: 1000,
+            threshold: 0.9,
+            cutoff: 0.1,
+            ..super::super::policy::BytePolicy::DEFAULT
+        };
+        buffer.set(Coalescing::Bytes(tram));
+        let (reason, _, bytes) = fill(&mut buffer, &tram);
+        assert_eq!(reason, Reason::Bytes);
+        assert!(bytes > 900 && bytes <= 900 + one, "{bytes}");
     }
 
     #[test]

@@ -71,7 +71,8 @@ impl Default for Coalescing {
 /// HPX's policy (Wagle et al. 2018 Algorithm 1): a message holds up to `num_parcels`
 /// parcels. The first parcel into an empty buffer starts a timer of
 /// `interval_us`; the buffer is flushed when it holds `num_parcels` parcels,
-/// reaches `max_bytes`, or the timer fires. A parcel that comes more than
+/// when another parcel of the size of the last would take it over
+/// `max_bytes`, or when the timer fires. A parcel that comes more than
 /// `interval_us` after the previous one, into an empty buffer, goes out at
 /// once: sparse traffic gets no added latency.
 ///
@@ -86,7 +87,11 @@ pub struct CountPolicy {
     /// Longest wait of the first parcel, and the gap above which a parcel
     /// counts as sparse, in microseconds (HPX `interval`).
     pub interval_us: u64,
-    /// Bytes at which the buffer is flushed whatever its count (a memory bound).
+    /// Bytes a message may hold whatever its count (a memory bound): the
+    /// buffer is flushed as soon as another parcel of the size of the last
+    /// would take it over, so a frame of parcels of one size stays within
+    /// it (one parcel larger than it leaves alone). Counted are the frame's
+    /// bytes on the wire, its headers included.
     pub max_bytes: usize,
     /// Virtual topology: 1 sends straight to the destination, 2 routes
     /// through a 2D grid (TRAM `numDimensions`; see [`Coalescing::dimensions`]).
@@ -444,8 +449,10 @@ impl FromStr for Coalescing {
 pub(crate) enum Reason {
     /// `num_parcels` reached (count policy).
     Count,
-    /// `max_bytes` (count policy) or `threshold`·`buffer_bytes` (byte policy) reached,
-    /// or the next parcel would have made the frame too large.
+    /// `max_bytes` (count policy: another parcel of the size of the last
+    /// would take the frame over it) or `threshold`·`buffer_bytes` (byte
+    /// policy) reached, or the next parcel would have made the frame too
+    /// large.
     Bytes,
     /// The flush timer fired.
     Timer,
@@ -523,7 +530,10 @@ impl FlushPolicy for CountPolicy {
             Some(Reason::Bypass)
         } else if f.parcels >= self.num_parcels {
             Some(Reason::Count)
-        } else if f.bytes >= self.max_bytes {
+        } else if f.bytes.saturating_add(f.parcel_bytes) > self.max_bytes {
+            // Another parcel like this one would not fit: a message just
+            // over a size costs a packet more (BENCHMARKS.md, issue #15,
+            // sixteenth part: loopback TCP, frames of 65,540 bytes).
             Some(Reason::Bytes)
         } else {
             None
@@ -588,9 +598,22 @@ mod tests {
         );
         // A slow parcel into a non-empty buffer is queued (the timer is running).
         assert_eq!(p.after_push(filled(2, 40, 20, Some(500))), None);
-        // The memory bound.
+        // The memory bound: flushed when another parcel of the last one's
+        // size would take the frame over it, so that frames of parcels of
+        // one size stay within it.
+        assert_eq!(p.after_push(filled(2, 520, 480, Some(5))), None);
         assert_eq!(
-            p.after_push(filled(2, 1000, 980, Some(5))),
+            p.after_push(filled(2, 521, 480, Some(5))),
+            Some(Reason::Bytes)
+        );
+        assert_eq!(p.after_push(filled(3, 990, 10, Some(5))), None);
+        assert_eq!(
+            p.after_push(filled(3, 991, 10, Some(5))),
+            Some(Reason::Bytes)
+        );
+        // A parcel over the bound leaves alone.
+        assert_eq!(
+            p.after_push(filled(1, 1200, 1200, Some(5))),
             Some(Reason::Bytes)
         );
     }

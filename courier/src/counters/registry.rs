@@ -539,7 +539,7 @@ pub(crate) static TYPES: &[CounterType] = &[
     flush_counter!(
         "/coalescing/count/flush-bytes",
         Bytes,
-        "flushes because the buffer reached max_bytes or threshold x buffer_bytes (or the frame limit)"
+        "flushes because another parcel would have taken the frame over max_bytes, or it passed threshold x buffer_bytes (or the frame limit)"
     ),
     flush_counter!(
         "/coalescing/count/flush-changed",
