@@ -336,55 +336,46 @@ enum Step {
     Settled,
 }
 
-/// Epochs in a row unlike the phase in force: the next phase, once they
-/// are enough ([`CONFIRM_EPOCHS`], or more for a slowdown).
+/// Epochs in a row unlike the phase in force: the next phase once they
+/// are enough (one epoch for posts many times faster under off,
+/// [`CONFIRM_EPOCHS`] for most changes, [`CONFIRM_SLOWER_EPOCHS`] for a
+/// slowdown).
 #[derive(Debug, Clone, Copy)]
 struct Candidate {
-    /// The first epoch's traffic and cost per parcel (under the setting
-    /// in force).
-    first: (Traffic, f64),
-    /// The last [`CONFIRM_EPOCHS`] epochs after the first, a ring.
+    /// The traffic and cost per parcel (under the setting in force) of
+    /// its last [`CONFIRM_EPOCHS`] epochs, a ring.
     recent: [(Traffic, f64); CONFIRM_EPOCHS as usize],
-    /// Epochs so far, the first included.
+    /// Epochs so far.
     epochs: u32,
 }
 
 impl Candidate {
-    /// A candidate whose first epoch had `traffic` at `cost` a parcel
-    /// (counted by the caller).
+    /// A candidate of one epoch, of `traffic` at `cost` a parcel.
     fn new(traffic: Traffic, cost: f64) -> Self {
         Candidate {
-            first: (traffic, cost),
             recent: [(traffic, cost); CONFIRM_EPOCHS as usize],
-            epochs: 0,
+            epochs: 1,
         }
     }
 
-    /// Adds an epoch after the first (counted by the caller).
-    fn push(&mut self, traffic: Traffic, cost: f64) {
-        let after_first = self.epochs - 1;
-        self.recent[(after_first % CONFIRM_EPOCHS) as usize] = (traffic, cost);
+    /// Adds its next epoch.
+    fn add(&mut self, traffic: Traffic, cost: f64) {
+        self.recent[(self.epochs % CONFIRM_EPOCHS) as usize] = (traffic, cost);
+        self.epochs += 1;
     }
 
     /// The traffic and cost of the phase it would begin: the mean of its
-    /// last [`CONFIRM_EPOCHS`] epochs after the first, or the first alone.
-    /// The first epoch unlike a phase is the one the change came in, so
-    /// it still counted the last phase: a batch's 4.4 M calls a second
-    /// with the 500 awaited together of the bursts after it. A moving
-    /// mean kept 84,000 of them ten epochs on and began the bursts'
-    /// phase at 184,000 a second, twice their rate (BENCHMARKS.md, issue
-    /// #15, sixteenth part).
+    /// last [`CONFIRM_EPOCHS`] epochs (of all while they are fewer). Its
+    /// first epoch, the one the change came in, still counted the last
+    /// phase: a window forgets it after a slowdown's ten epochs, where a
+    /// moving mean kept part of it (a batch's 4.4 M calls a second
+    /// before bursts at 100,000 began the bursts' phase at 184,000, and
+    /// a second phase could follow in the same toy phase; BENCHMARKS.md,
+    /// issue #15, sixteenth part).
     fn mean(&self) -> (Traffic, f64) {
-        let after_first = (self.epochs - 1).min(CONFIRM_EPOCHS);
-        if after_first == 0 {
-            return self.first;
-        }
+        let n = self.epochs.min(CONFIRM_EPOCHS) as usize;
         let (mut traffic, mut cost) = self.recent[0];
-        for (i, (t, c)) in self.recent[..after_first as usize]
-            .iter()
-            .enumerate()
-            .skip(1)
-        {
+        for (i, (t, c)) in self.recent[..n].iter().enumerate().skip(1) {
             let weight = 1.0 / (i + 1) as f64;
             traffic = traffic.toward(t, weight);
             cost += (c - cost) * weight;
@@ -397,8 +388,9 @@ impl Candidate {
 #[derive(Debug, Clone)]
 pub(crate) struct Tuner {
     bounds: Bounds,
-    /// The traffic of the phase in force: the mean of the epochs that
-    /// began it, then a moving mean of its epochs.
+    /// The traffic of the phase in force: the mean of the last epochs
+    /// that began it ([`Candidate::mean`]), then a moving mean of its
+    /// epochs.
     phase: Option<Traffic>,
     /// Epochs in a row unlike the phase: the next phase, once enough.
     candidate: Option<Candidate>,
@@ -489,20 +481,19 @@ impl Tuner {
             phase => {
                 // Unlike the phase (or the first traffic): a candidate for
                 // the next phase, which begins with the mean of its recent
-                // epochs once they are enough (see [`Candidate::mean`]:
-                // not the first, which caught the end of the last phase).
+                // epochs once they are enough ([`Candidate::mean`]).
                 // A batch of calls after calls awaited one at a time
                 // waits for its three epochs as most changes do: what one
                 // poll issues together is coalesced meanwhile all the
                 // same (`Aggregator::push`).
                 let cost = epoch.cost_ns_per_parcel;
-                let candidate = self
-                    .candidate
-                    .get_or_insert_with(|| Candidate::new(*now, cost));
-                if candidate.epochs > 0 {
-                    candidate.push(*now, cost);
-                }
-                candidate.epochs += 1;
+                let candidate = match self.candidate.as_mut() {
+                    Some(candidate) => {
+                        candidate.add(*now, cost);
+                        *candidate
+                    }
+                    None => *self.candidate.insert(Candidate::new(*now, cost)),
+                };
                 let count = candidate.epochs;
                 let (mean, mean_cost) = candidate.mean();
                 // The phase's own setting, also while off stands in.
@@ -1357,6 +1348,33 @@ mod tests {
         assert_eq!(count(tuner.in_force()).map(|p| p.num_parcels), Some(6));
     }
 
+    #[test]
+    fn a_candidate_begins_with_the_mean_of_its_last_three_epochs() {
+        let at = |q: f64| (posts(q, 8.0), q / 1000.0);
+        let mut candidate = Candidate::new(at(1000.0).0, at(1000.0).1);
+        let mut means = vec![candidate.mean()];
+        for k in 2..=12 {
+            let (traffic, cost) = at(1000.0 * f64::from(k));
+            candidate.add(traffic, cost);
+            means.push(candidate.mean());
+        }
+        // Epochs k of k,000 parcels a second: the mean of epochs 1..k
+        // while k <= 3, then of k-2..k (k-1 thousand).
+        let expected = |k: u32| match k {
+            1..=3 => 1000.0 * f64::from(k + 1) / 2.0,
+            _ => 1000.0 * f64::from(k - 1),
+        };
+        for (k, (traffic, cost)) in (1..).zip(&means) {
+            let q = expected(k);
+            assert!(
+                (traffic.parcels_per_s - q).abs() < 1e-6,
+                "epoch {k}: {traffic:?}"
+            );
+            assert!((cost - q / 1000.0).abs() < 1e-9, "epoch {k}: {cost}");
+        }
+        assert_eq!(candidate.epochs, 12);
+    }
+
     /// A tuner within 1 MiB a buffer through 20 epochs of a batch of
     /// 400,000 calls awaited together at `batch_rate`, an epoch of
     /// `first`, then 40 of bursts of 500 at 100,000 calls a second;
@@ -1401,12 +1419,12 @@ mod tests {
         // A batch at 4.4 M calls a second; the first epoch unlike it ran
         // at the batch's rate with the bursts' 500 awaited together (the
         // switch came at its very end), then bursts of 500 at 100,000 a
-        // second. A moving mean of that first epoch still counted 84,000
-        // of its calls a second ten epochs on: the phase began at 184,000
-        // a second, where bursts a little slower than these (or a little
-        // faster batch) begin a second phase within the same toy phase:
-        // four decisions in one (BENCHMARKS.md, issue #15, sixteenth
-        // part).
+        // second, confirmed as a slowdown after ten epochs. A moving mean
+        // of the ten still counted 84,000 calls a second of the first
+        // epoch: the phase began at 184,000 a second, where bursts a
+        // little slower than these (or a batch a little faster) begin a
+        // second phase within the same toy phase, four decisions in one
+        // (BENCHMARKS.md, issue #15, sixteenth part).
         let (tuner, decisions) = batch_then_bursts(4.4e6, awaited(4.4e6, 500.0));
         let phases: Vec<f64> = decisions
             .iter()

@@ -528,4 +528,68 @@ mod tests {
             Some(Reason::Bypass)
         );
     }
+
+    /// A count or byte policy from raw draws (TRAM's `threshold +
+    /// cutoff <= 1` kept).
+    fn policy_of(count: bool, n: u32, bytes: usize, threshold: f64, cutoff: f64) -> Coalescing {
+        if count {
+            Coalescing::Count(CountPolicy {
+                num_parcels: n,
+                max_bytes: bytes,
+                ..CountPolicy::DEFAULT
+            })
+        } else {
+            Coalescing::Bytes(super::super::policy::BytePolicy {
+                buffer_bytes: bytes,
+                threshold,
+                cutoff: cutoff.min(1.0 - threshold),
+                ..super::super::policy::BytePolicy::DEFAULT
+            })
+        }
+    }
+
+    proptest::proptest! {
+        /// The fast path keeps a parcel only where the policy would: a
+        /// buffer it keeps is never one the policy would have flushed.
+        #[test]
+        fn the_fast_path_keeps_only_what_the_policy_keeps(
+            count in proptest::bool::ANY,
+            n in 1u32..300,
+            bytes in 64usize..20_000,
+            threshold in 0.05f64..=1.0,
+            cutoff in 0.0f64..=1.0,
+            sizes in proptest::collection::vec(0usize..3_000, 1..400),
+        ) {
+            let setting = policy_of(count, n, bytes, threshold, cutoff);
+            let (mut buffer, _) = buffer();
+            buffer.set(setting);
+            let policy: &dyn FlushPolicy = match &setting {
+                Coalescing::Count(p) => p,
+                Coalescing::Bytes(p) => p,
+                _ => unreachable!(),
+            };
+            for (i, size) in sizes.into_iter().enumerate() {
+                let before = buffer.frame.byte_len();
+                let origin = LocalityId::new(0);
+                buffer.frame.push_call(ReplyTo::Post { origin }, &vec![7u8; size]).unwrap();
+                let parcel_bytes = buffer.frame.byte_len() - before;
+                let first = buffer.frame.len() == 1;
+                let kept = !first && buffer.pushed_fast(parcel_bytes);
+                let filled = Filled {
+                    parcels: buffer.frame.len(),
+                    bytes: buffer.frame.byte_len(),
+                    parcel_bytes,
+                    gap_ns: first.then_some(0),
+                };
+                let verdict = policy.after_push(filled);
+                proptest::prop_assert!(
+                    !kept || verdict.is_none(),
+                    "{setting:?}: kept {filled:?}, the policy says {verdict:?}"
+                );
+                if verdict.is_some() {
+                    buffer.take(Reason::Bytes, i as u64);
+                }
+            }
+        }
+    }
 }

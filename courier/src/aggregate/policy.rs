@@ -87,11 +87,12 @@ pub struct CountPolicy {
     /// Longest wait of the first parcel, and the gap above which a parcel
     /// counts as sparse, in microseconds (HPX `interval`).
     pub interval_us: u64,
-    /// Bytes a message may hold whatever its count (a memory bound): the
-    /// buffer is flushed as soon as another parcel of the size of the last
-    /// would take it over, so a frame of parcels of one size stays within
-    /// it (one parcel larger than it leaves alone). Counted are the frame's
-    /// bytes on the wire, its headers included.
+    /// Bytes a message may hold whatever its count (a memory bound),
+    /// counted on the wire, headers included: the buffer is flushed as
+    /// soon as another parcel of the size of the last would take the
+    /// frame over it, so a frame of parcels of one size stays within it.
+    /// A parcel of more than about half of it leaves at once, with what
+    /// the buffer held.
     pub max_bytes: usize,
     /// Virtual topology: 1 sends straight to the destination, 2 routes
     /// through a 2D grid (TRAM `numDimensions`; see [`Coalescing::dimensions`]).
@@ -449,10 +450,10 @@ impl FromStr for Coalescing {
 pub(crate) enum Reason {
     /// `num_parcels` reached (count policy).
     Count,
-    /// `max_bytes` (count policy: another parcel of the size of the last
-    /// would take the frame over it) or `threshold`·`buffer_bytes` (byte
-    /// policy) reached, or the next parcel would have made the frame too
-    /// large.
+    /// Another parcel of the size of the last would take the frame over
+    /// `max_bytes` (count policy), the frame passed
+    /// `threshold`·`buffer_bytes` (byte policy), or the next parcel would
+    /// have made the frame too large.
     Bytes,
     /// The flush timer fired.
     Timer,
@@ -504,7 +505,8 @@ impl Reason {
 pub(crate) struct Filled {
     /// Parcels in the buffer, the new one included.
     pub(crate) parcels: u32,
-    /// Bytes of the encoded parcels in the buffer, the new one included.
+    /// Bytes of the frame so far (its headers and the new parcel
+    /// included).
     pub(crate) bytes: usize,
     /// Bytes of the new parcel.
     pub(crate) parcel_bytes: usize,
