@@ -123,7 +123,7 @@ impl Machine {
     /// α over [`SPLIT_PARCEL_NS`]: what sizes the parts a burst of awaited
     /// calls is split into on this machine.
     pub(crate) fn split_ratio(&self) -> f64 {
-        self.alpha_ns.max(0.0) / SPLIT_PARCEL_NS
+        self.alpha_ns / SPLIT_PARCEL_NS
     }
 }
 

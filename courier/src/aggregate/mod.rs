@@ -431,13 +431,10 @@ impl Aggregator {
 
     /// Sets `α/c`, the cost of a message over that of a call on a burst's
     /// way, which sizes the parts a burst of awaited calls is split into
-    /// (see [`split_parcels`](Self::split_parcels)); 0 sends bursts whole.
+    /// (see [`split_parcels`](Self::split_parcels)); a ratio not above 0,
+    /// or not a number, sends bursts whole (`set::split_parcels` judges
+    /// it).
     pub(crate) fn set_split_ratio(&self, ratio: f64) {
-        let ratio = if ratio.is_finite() {
-            ratio.max(0.0)
-        } else {
-            0.0
-        };
         self.split_ratio.store(ratio.to_bits(), Ordering::Relaxed);
     }
 

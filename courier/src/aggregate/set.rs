@@ -150,8 +150,9 @@ pub(crate) const MIN_SPLIT_PARCELS: u32 = 64;
 /// message costs `ratio` times a call: the burst split into
 /// `k = √(burst/ratio)` parts (to the nearest whole number) of
 /// `⌈burst/k⌉` calls, the last one the rest, and at least
-/// [`MIN_SPLIT_PARCELS`]. `u32::MAX` (the burst whole) below two parts,
-/// and for a ratio not above 0 (not known).
+/// [`MIN_SPLIT_PARCELS`]. `u32::MAX` (the burst whole) below two parts
+/// (an infinite ratio among them), and for a ratio not above 0 or not a
+/// number (not known).
 fn split_parcels(burst: u64, ratio: f64) -> u32 {
     if ratio.is_nan() || ratio <= 0.0 {
         return u32::MAX;
@@ -401,6 +402,7 @@ mod tests {
         assert_eq!(split_parcels(500, 0.0), u32::MAX);
         assert_eq!(split_parcels(500, f64::NAN), u32::MAX);
         assert_eq!(split_parcels(500, -1.0), u32::MAX);
+        assert_eq!(split_parcels(500, f64::INFINITY), u32::MAX);
         // A message cheaper than a call (in process): parts of the
         // fewest calls, whatever the ratio.
         assert_eq!(split_parcels(500, 0.6), MIN_SPLIT_PARCELS);
