@@ -543,57 +543,51 @@ fn coalescing_of_echo(peer: u32) -> bool {
 
 #[test]
 fn adaptive_parses_prints_and_checks_its_bounds() {
-    let a: Coalescing = "adaptive".parse().unwrap();
-    assert_eq!(a, Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
-    assert_eq!(a.to_string().parse::<Coalescing>().unwrap(), a);
-    let b: Coalescing = "adaptive:max_bytes=4096,max_parcels=100".parse().unwrap();
-    assert_eq!(
-        b,
-        Coalescing::Adaptive(AdaptivePolicy {
-            max_bytes: 4096,
-            max_parcels: 100,
-            kappa: None,
-            split: None,
-        })
-    );
-    let c: Coalescing = "adaptive:kappa=0.5".parse().unwrap();
-    assert_eq!(
-        c,
-        Coalescing::Adaptive(AdaptivePolicy {
-            kappa: Some(0.5),
-            ..AdaptivePolicy::DEFAULT
-        })
-    );
-    assert_eq!(c.to_string().parse::<Coalescing>().unwrap(), c);
-    for bad in [
-        "adaptive:max_parcels=0",
-        "adaptive:max_bytes=10",
-        "adaptive:num_parcels=3",
+    // Each text parses to its policy and prints back to it.
+    for (text, policy) in [
+        ("adaptive", AdaptivePolicy::DEFAULT),
+        (
+            "adaptive:max_bytes=4096,max_parcels=100",
+            AdaptivePolicy {
+                max_bytes: 4096,
+                max_parcels: 100,
+                kappa: None,
+                split: None,
+            },
+        ),
+        (
+            "adaptive:kappa=0.5",
+            AdaptivePolicy {
+                kappa: Some(0.5),
+                ..AdaptivePolicy::DEFAULT
+            },
+        ),
+        (
+            "adaptive:split=0",
+            AdaptivePolicy {
+                split: Some(0),
+                ..AdaptivePolicy::DEFAULT
+            },
+        ),
+    ] {
+        let c: Coalescing = text.parse().unwrap();
+        assert_eq!(c, Coalescing::Adaptive(policy), "{text}");
+        assert_eq!(c.to_string().parse::<Coalescing>().unwrap(), c, "{text}");
+    }
+    // Each bad text is refused with the key it got wrong named.
+    for (bad, key) in [
+        ("adaptive:max_parcels=0", "max_"),
+        ("adaptive:max_bytes=10", "max_"),
+        ("adaptive:num_parcels=3", "max_"),
+        ("adaptive:kappa=0", "kappa"),
+        ("adaptive:kappa=-1", "kappa"),
+        ("adaptive:kappa=inf", "kappa"),
+        ("adaptive:kappa=x", "kappa"),
+        ("adaptive:split=-1", "split"),
+        ("adaptive:split=x", "split"),
     ] {
         let err = bad.parse::<Coalescing>().unwrap_err();
-        assert!(err.contains("max_"), "{bad}: {err}");
-    }
-    for bad in [
-        "adaptive:kappa=0",
-        "adaptive:kappa=-1",
-        "adaptive:kappa=inf",
-        "adaptive:kappa=x",
-    ] {
-        let err = bad.parse::<Coalescing>().unwrap_err();
-        assert!(err.contains("kappa"), "{bad}: {err}");
-    }
-    let d: Coalescing = "adaptive:split=0".parse().unwrap();
-    assert_eq!(
-        d,
-        Coalescing::Adaptive(AdaptivePolicy {
-            split: Some(0),
-            ..AdaptivePolicy::DEFAULT
-        })
-    );
-    assert_eq!(d.to_string().parse::<Coalescing>().unwrap(), d);
-    for bad in ["adaptive:split=-1", "adaptive:split=x"] {
-        let err = bad.parse::<Coalescing>().unwrap_err();
-        assert!(err.contains("split"), "{bad}: {err}");
+        assert!(err.contains(key), "{bad}: {err}");
     }
 }
 

@@ -378,11 +378,17 @@ mod tests {
     /// Appends a post (8 bytes of arguments) to the buffer's frame;
     /// returns the bytes it took.
     fn push(buffer: &mut Buffer) -> usize {
+        push_post(buffer, &0u64)
+    }
+
+    /// Appends a post of `args` to the buffer's frame; returns the bytes
+    /// it took.
+    fn push_post(buffer: &mut Buffer, args: &(impl serde::Serialize + ?Sized)) -> usize {
         let before = buffer.frame.byte_len();
         let origin = LocalityId::new(0);
         buffer
             .frame
-            .push_call(ReplyTo::Post { origin }, &0u64)
+            .push_call(ReplyTo::Post { origin }, args)
             .unwrap();
         buffer.frame.byte_len() - before
     }
@@ -569,10 +575,7 @@ mod tests {
                 _ => unreachable!(),
             };
             for (i, size) in sizes.into_iter().enumerate() {
-                let before = buffer.frame.byte_len();
-                let origin = LocalityId::new(0);
-                buffer.frame.push_call(ReplyTo::Post { origin }, &vec![7u8; size]).unwrap();
-                let parcel_bytes = buffer.frame.byte_len() - before;
+                let parcel_bytes = push_post(&mut buffer, &vec![7u8; size]);
                 let first = buffer.frame.len() == 1;
                 let kept = !first && buffer.pushed_fast(parcel_bytes);
                 let filled = Filled {
