@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use courier::{AdaptivePolicy, CallError, CallFuture, Coalescing, Config, Runtime};
+use courier::{AdaptivePolicy, CallError, CallFuture, Coalescing, Config, CountPolicy, Runtime};
 use serde_bytes::ByteBuf;
 
 /// (run, locality, source, sequence number) of every `tally` that ran in
@@ -428,6 +428,54 @@ fn responses_leave_with_the_run_of_calls_they_answer() {
             (flushes("idle").await, flushes("timer").await),
             held,
             "responses held back"
+        );
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// The responses to a run of many calls leave together when the run is
+/// done, however long ago the last response left: the sparse bypass
+/// (which sends at once a parcel that comes long after the previous one)
+/// does not send the first of them alone. Bursts of 200 calls, 2 ms
+/// apart (the responder's start setting has an interval of 100 µs), each
+/// sent whole (the caller's setting is a count policy with a 1 s
+/// interval): the responder sends a message of responses a message of
+/// calls, and none alone but the response to a call that came alone.
+#[test]
+fn the_responses_to_a_run_after_a_pause_leave_together() {
+    let whole = AdaptivePolicy {
+        split: Some(0),
+        ..AdaptivePolicy::DEFAULT
+    };
+    let config = common::inproc(2).coalescing(Coalescing::Adaptive(whole));
+    courier::launch(config, |rt| async move {
+        let peer = rt.locality(1);
+        // Here only: the responder keeps its adaptive setting.
+        let held = CountPolicy {
+            num_parcels: 4096,
+            interval_us: 1_000_000,
+            ..CountPolicy::DEFAULT
+        };
+        rt.set_coalescing(echo, Coalescing::Count(held)).unwrap();
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(2));
+            let burst: Vec<_> = (0..200).map(|i| rt.call(peer, echo, (i,))).collect();
+            for (i, call) in burst.into_iter().enumerate() {
+                assert_eq!(call.await?, i as u64);
+            }
+        }
+        let messages = |l| counter(&rt, l, "/coalescing/count/messages", "echo");
+        let alone = |l| counter(&rt, l, "/coalescing/count/flush-bypass", "echo");
+        let (calls, responses) = (messages(0).await, messages(1).await);
+        assert!(
+            responses <= calls,
+            "{responses} messages of responses to {calls} messages of calls"
+        );
+        let (calls_alone, responses_alone) = (alone(0).await, alone(1).await);
+        assert!(
+            responses_alone <= calls_alone,
+            "{responses_alone} responses alone, to {calls_alone} calls alone"
         );
         Ok(())
     })

@@ -14,7 +14,10 @@
 //! it);
 //! a run of a thousand gets one message, also where the tuner turned the
 //! action's coalescing off (for calls awaited one at a time): its caller
-//! sent the calls together.
+//! sent the calls together. The sparse bypass does not send the first
+//! response of a run of many alone, however long ago the last response
+//! left (nor that of a piece of many calls, whose responses wait for the
+//! count, the timer or the idle worker).
 
 use std::cell::Cell;
 

@@ -457,9 +457,10 @@ pub(crate) enum Reason {
     Bytes,
     /// The flush timer fired.
     Timer,
-    /// Sparse traffic: the parcel came long after the previous one; or,
-    /// under adaptive coalescing, it answers a run of one call (it left
-    /// at once, alone, past the buffer: `answer.rs`).
+    /// Sparse traffic: the parcel came long after the previous one (but
+    /// not a response to a run of more than one call, under adaptive
+    /// coalescing); or, under adaptive coalescing, it answers a run of
+    /// one call (it left at once, alone, past the buffer: `answer.rs`).
     Bypass,
     /// A parcel above `cutoff`·`buffer_bytes`.
     Cutoff,
