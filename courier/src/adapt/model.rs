@@ -172,7 +172,9 @@ pub(crate) fn best_parcels_per_message(traffic: &Traffic, machine: &Machine, kap
 
 /// Shortest and longest wait of a buffer's first parcel the model sets:
 /// below 10 µs the timer costs more than it saves, beyond 10 ms a parcel
-/// waits longer than any phase this was measured on. Guesses, tune me.
+/// waits longer than any phase this was measured on. The longest is also
+/// the wait of posts that tolerate delay ([`Wait::Longest`]), where it was
+/// measured against 1 ms and 100 µs; the shortest is a guess, tune me.
 const INTERVAL_US: (u64, u64) = (10, 10_000);
 
 /// A wait of the first parcel of this many times the time a buffer takes
@@ -185,8 +187,8 @@ pub(crate) enum Wait {
     /// [`FILL_TIMES_PER_INTERVAL`] times the time the buffer takes to
     /// fill at the traffic's mean rate: for traffic whose callers wait.
     Fill,
-    /// The longest interval the model sets, for traffic that tolerates
-    /// delay: its buffers leave by their count, their bytes, or when the
+    /// The longest interval the model sets, for posts that tolerate
+    /// delay: their buffers leave by their count, their bytes, or when the
     /// worker runs out of tasks. A sender stalled for credit or busy with
     /// what it receives pushes nothing for a while: a timer of twice the
     /// mean fill time then cuts its buffers short, and the sparse bypass

@@ -268,18 +268,25 @@ impl Buffer {
 
     /// Accounts for the parcel just appended (it took `parcel_bytes`) and
     /// asks `policy` whether to flush. `now_ns` is given for the first
-    /// parcel of a frame only.
+    /// parcel of a frame only. A parcel that `came_with_others` (a
+    /// response to a run of many calls: the others follow it) is never
+    /// sparse, however long ago the last one left: the policy sees no gap
+    /// before it, and still its count and its bytes.
     pub(crate) fn pushed(
         &mut self,
         policy: &dyn FlushPolicy,
         parcel_bytes: usize,
         now_ns: Option<u64>,
+        came_with_others: bool,
     ) -> Option<Reason> {
         self.stats.parcels += 1;
         let mut gap_ns = None;
         if let Some(now) = now_ns {
             gap_ns = self.stamp(now);
             self.first_ns = now;
+        }
+        if came_with_others {
+            gap_ns = Some(0);
         }
         let parcels = self.frame.len();
         policy
@@ -403,7 +410,7 @@ mod tests {
         buffer.sent_alone(Reason::Bypass, 5_000_000);
         // 10 µs after the lone one, within the interval: the parcel stays.
         let bytes = push(&mut buffer);
-        assert_eq!(buffer.pushed(&policy, bytes, Some(5_010_000)), None);
+        assert_eq!(buffer.pushed(&policy, bytes, Some(5_010_000), false), None);
         assert_eq!(buffer.stats.flushes[Reason::Bypass.index()], 1);
         // Its gaps are counted as a pushed parcel's are: the lone one's
         // from the last frame, the next one's from the lone one.
@@ -423,24 +430,30 @@ mod tests {
         // third goes to the policy, and leaves.
         let bytes = push(&mut buffer);
         buffer.cut_at(3);
-        assert_eq!(buffer.pushed(&policy, bytes, Some(1_000)), None);
+        assert_eq!(buffer.pushed(&policy, bytes, Some(1_000), false), None);
         let bytes = push(&mut buffer);
         assert!(buffer.pushed_fast(bytes));
         let bytes = push(&mut buffer);
         assert!(!buffer.pushed_fast(bytes));
-        assert_eq!(buffer.pushed(&policy, bytes, None), Some(Reason::Split));
+        assert_eq!(
+            buffer.pushed(&policy, bytes, None, false),
+            Some(Reason::Split)
+        );
         assert!(buffer.take(Reason::Split, 2_000).is_some());
         // The next frame is no part: it stays until the count.
         let bytes = push(&mut buffer);
         buffer.cut_at(u32::MAX);
-        assert_eq!(buffer.pushed(&policy, bytes, Some(2_100)), None);
+        assert_eq!(buffer.pushed(&policy, bytes, Some(2_100), false), None);
         for _ in 2..count {
             let bytes = push(&mut buffer);
             assert!(buffer.pushed_fast(bytes));
         }
         let bytes = push(&mut buffer);
         assert!(!buffer.pushed_fast(bytes));
-        assert_eq!(buffer.pushed(&policy, bytes, None), Some(Reason::Count));
+        assert_eq!(
+            buffer.pushed(&policy, bytes, None, false),
+            Some(Reason::Count)
+        );
         // A part larger than the count changes nothing; a byte policy
         // (TRAM's) is not cut.
         buffer.cut_at(count + 1);
@@ -455,11 +468,11 @@ mod tests {
     /// returns why, the parcels and the frame's bytes.
     fn fill(buffer: &mut Buffer, policy: &dyn FlushPolicy) -> (Reason, u32, usize) {
         let bytes = push(buffer);
-        let mut reason = buffer.pushed(policy, bytes, Some(1_000));
+        let mut reason = buffer.pushed(policy, bytes, Some(1_000), false);
         while reason.is_none() {
             let bytes = push(buffer);
             if !buffer.pushed_fast(bytes) {
-                reason = buffer.pushed(policy, bytes, None);
+                reason = buffer.pushed(policy, bytes, None, false);
             }
         }
         (reason.unwrap(), buffer.frame.len(), buffer.frame.byte_len())
@@ -519,7 +532,7 @@ mod tests {
         buffer.set(Coalescing::Off);
         buffer.escape(policy, 7_000_000);
         let bytes = push(&mut buffer);
-        assert_eq!(buffer.pushed(&policy, bytes, Some(7_000_100)), None);
+        assert_eq!(buffer.pushed(&policy, bytes, Some(7_000_100), false), None);
         assert!(buffer.escaped());
     }
 
@@ -530,8 +543,40 @@ mod tests {
         // 200 µs later, beyond the interval: sparse, it leaves alone.
         let bytes = push(&mut buffer);
         assert_eq!(
-            buffer.pushed(&policy, bytes, Some(1_200_000)),
+            buffer.pushed(&policy, bytes, Some(1_200_000), false),
             Some(Reason::Bypass)
+        );
+    }
+
+    #[test]
+    fn a_parcel_that_came_with_others_is_not_sparse_but_its_count_and_bytes_still_count() {
+        let (mut late, policy) = buffer();
+        late.sent_alone(Reason::Bypass, 1_000_000);
+        // 200 µs later, beyond the interval, but others follow it: held.
+        let bytes = push(&mut late);
+        assert_eq!(late.pushed(&policy, bytes, Some(1_200_000), true), None);
+        // A count of one still sends it at once, by its count.
+        let (mut counted, _) = buffer();
+        let one = CountPolicy {
+            num_parcels: 1,
+            ..policy
+        };
+        let bytes = push(&mut counted);
+        assert_eq!(
+            counted.pushed(&one, bytes, Some(1_000), true),
+            Some(Reason::Count)
+        );
+        // And one more of its size would take it over `max_bytes`: by its
+        // bytes.
+        let (mut large, _) = buffer();
+        let bytes = push_post(&mut large, &vec![0u8; 600]);
+        let small = CountPolicy {
+            max_bytes: 1000,
+            ..policy
+        };
+        assert_eq!(
+            large.pushed(&small, bytes, Some(1_000), true),
+            Some(Reason::Bytes)
         );
     }
 

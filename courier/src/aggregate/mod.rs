@@ -461,13 +461,12 @@ impl Aggregator {
             .policy()
             .unwrap_or_else(|| unreachable!("an off buffer holds nothing"));
         let now = was_empty.then(|| self.epoch.elapsed_ns());
-        let decision = buffer
-            .pushed(policy, parcel_bytes, now)
-            // The responses to a run of more than one call came together
-            // and leave together: the sparse bypass would send the first
-            // of them alone, a message more a run (BENCHMARKS.md, issue
-            // #15, seventeenth part).
-            .filter(|&reason| reason != Reason::Bypass || !Self::answering_many(lane, dest));
+        // The responses to a run of more than one call came together and
+        // leave together: the sparse bypass would send the first of them
+        // alone, a message more a run (BENCHMARKS.md, issue #15,
+        // seventeenth part).
+        let together = Self::answering_many(lane, dest);
+        let decision = buffer.pushed(policy, parcel_bytes, now, together);
         let too_big = buffer.frame.byte_len() - FRAME_HEADROOM > self.max_frame_bytes;
         let mut taken: Taken = Vec::new();
         if too_big || decision.is_some() {

@@ -174,7 +174,9 @@ pub struct AdaptivePolicy {
     /// default): inferred from the traffic, as 1 per awaited call shared
     /// among the calls awaited with it and 1e-4 per post. The tuner
     /// sets `√(2Qα/κ)` parcels a message, and tries larger ones only
-    /// below κ = 0.1.
+    /// below κ = 0.1, where posts also wait up to 10 ms for their buffer
+    /// to fill (awaited calls twice the time it takes to fill): a lower κ
+    /// buys larger messages with longer waits.
     pub kappa: Option<f64>,
     /// The calls a part of a burst of awaited calls holds: a burst a
     /// worker issues (the calls it issues before it runs out of tasks)

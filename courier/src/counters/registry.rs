@@ -534,7 +534,7 @@ pub(crate) static TYPES: &[CounterType] = &[
     flush_counter!(
         "/coalescing/count/flush-bypass",
         Bypass,
-        "parcels sent at once because they came long after the previous one (sparse traffic)"
+        "parcels sent at once because they came long after the previous one (sparse traffic; under adaptive coalescing, not the responses to a run of many calls), or answer a run of one call (adaptive)"
     ),
     flush_counter!(
         "/coalescing/count/flush-bytes",
