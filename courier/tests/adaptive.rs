@@ -440,8 +440,12 @@ fn responses_leave_with_the_run_of_calls_they_answer() {
 /// does not send the first of them alone. Bursts of 200 calls, 2 ms
 /// apart (the responder's start setting has an interval of 100 µs), each
 /// sent whole (the caller's setting is a count policy with a 1 s
-/// interval): the responder sends a message of responses a message of
-/// calls, and none alone but the response to a call that came alone.
+/// interval): the responder sends about a message of responses a message
+/// of calls, and none alone but the response to a call that came alone,
+/// where the bypass sent one more a burst (40 messages to 21). A run
+/// split between tasks on a loaded machine may send its pieces'
+/// responses apart (by the timer): the bounds allow one more every other
+/// burst.
 #[test]
 fn the_responses_to_a_run_after_a_pause_leave_together() {
     let whole = AdaptivePolicy {
@@ -458,7 +462,8 @@ fn the_responses_to_a_run_after_a_pause_leave_together() {
             ..CountPolicy::DEFAULT
         };
         rt.set_coalescing(echo, Coalescing::Count(held)).unwrap();
-        for _ in 0..20 {
+        let bursts = 20.0;
+        for _ in 0..bursts as u32 {
             std::thread::sleep(Duration::from_millis(2));
             let burst: Vec<_> = (0..200).map(|i| rt.call(peer, echo, (i,))).collect();
             for (i, call) in burst.into_iter().enumerate() {
@@ -469,12 +474,12 @@ fn the_responses_to_a_run_after_a_pause_leave_together() {
         let alone = |l| counter(&rt, l, "/coalescing/count/flush-bypass", "echo");
         let (calls, responses) = (messages(0).await, messages(1).await);
         assert!(
-            responses <= calls,
+            responses <= calls + bursts / 2.0,
             "{responses} messages of responses to {calls} messages of calls"
         );
         let (calls_alone, responses_alone) = (alone(0).await, alone(1).await);
         assert!(
-            responses_alone <= calls_alone,
+            responses_alone <= calls_alone + bursts / 2.0,
             "{responses_alone} responses alone, to {calls_alone} calls alone"
         );
         Ok(())
