@@ -710,13 +710,14 @@ impl Tuner {
         traffic: &Traffic,
         cost_ns: f64,
     ) -> Option<Decision> {
-        let first_wait = wait(traffic, self.kappa(traffic));
-        let larger = Coalescing::Count(count_policy(
+        let kappa = self.kappa(traffic);
+        let policy = count_policy(
             parcels * LARGER,
             traffic,
             &self.bounds,
-            first_wait,
-        ));
+            wait(traffic, kappa),
+        );
+        let larger = Coalescing::Count(policy);
         if !differs(&larger, &from) {
             self.step = Step::Settled;
             return None;
@@ -1063,12 +1064,14 @@ mod tests {
         }
         let after = run(&mut tuner, slow, 0.0, 0.0, 50);
         assert!(after.len() <= 2, "{after:?}");
-        // √(2 · 3e-5 · 7000 / 0.0001) ≈ 65 a message, or up to 4× that,
-        // kept: what the buffers hold (a setting of the fast phase holds
-        // 300 of these in its 10 ms).
+        // √(2 · 3e-5 · 7000 / 0.0001) ≈ 65 a message: the fast phase's
+        // trial (4,800) stays, its 10 ms holding 300 of these, between
+        // the model's count and four times it (with `holds_between`'s
+        // margin), where the search ends.
         let policy = count(tuner.in_force()).expect("count");
+        assert_eq!((policy.num_parcels, policy.interval_us), (4800, 10_000));
         let held = parcels_held(&policy, &slow);
-        assert!((65.0..=325.0).contains(&held), "{policy:?} holds {held}");
+        assert!((held - 300.0).abs() < 1.0, "{policy:?} holds {held}");
     }
 
     #[test]
