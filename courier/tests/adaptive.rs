@@ -766,6 +766,61 @@ where
     .unwrap();
 }
 
+/// Spins for `us` µs without yielding.
+fn spin_for(us: u64) {
+    let from = std::time::Instant::now();
+    while from.elapsed() < Duration::from_micros(us) {
+        std::hint::spin_loop();
+    }
+}
+
+/// A locality's own parcels follow the latest decision of the action's
+/// tuners: no tuner judges them (they cost no message). Its buffer to
+/// itself, made under the start count before any decision, kept that
+/// count, its 100 µs timer and its sparse bypass, however the action
+/// was tuned: posts to itself 200 µs apart all left alone, as half of
+/// RandomAccess's updates were cut by the timer all run long.
+#[test]
+fn a_localitys_own_parcels_follow_the_latest_decision() {
+    const GAP_US: u64 = 200;
+    const POSTS: u64 = 100;
+    let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+    courier::launch(config, |rt| async move {
+        let (here, peer) = (rt.here(), rt.locality(1));
+        // The buffer to itself, made under the start count.
+        rt.post(here, noop, (0,))?;
+        rt.quiesce().await?;
+        let first = rt.coalescing(noop, peer);
+        let spin = || {
+            spin_for(20);
+            std::future::ready(())
+        };
+        let tuned_after = post_until_tuned(&rt, peer, first, spin).await;
+        let tuned = rt.coalescing(noop, peer);
+        rt.quiesce().await?;
+        match tuned {
+            Coalescing::Count(p) if p.interval_us > 2 * GAP_US && p.num_parcels > 1 => {}
+            other => panic!("posts to {peer} tuned to {other} after {tuned_after}: no longer wait"),
+        }
+        let bypassed = || counter(&rt, 0, "/coalescing/count/flush-bypass", "noop");
+        let before = bypassed().await;
+        for i in 0..POSTS {
+            spin_for(GAP_US);
+            rt.post(here, noop, (i,))?;
+        }
+        rt.quiesce().await?;
+        let alone = bypassed().await - before;
+        // The first may go alone: it came long after the last.
+        assert!(
+            alone <= 1.0,
+            "{alone} of {POSTS} posts to itself {GAP_US} µs apart left alone, \
+             where {peer} is tuned to {tuned}"
+        );
+        Ok(())
+    })
+    .unwrap();
+}
+
 /// Posts paced by a sleep, which leave when the worker runs out of tasks
 /// (or alone, when the sleep ran late), are tuned from the start count.
 #[test]
@@ -784,10 +839,7 @@ fn a_task_that_never_yields_is_tuned_while_it_sends() {
         // A busy wait: only an epoch that ends inside this one poll can
         // change the setting.
         let spin = || {
-            let from = std::time::Instant::now();
-            while from.elapsed() < Duration::from_micros(20) {
-                std::hint::spin_loop();
-            }
+            spin_for(20);
             std::future::ready(())
         };
         post_until_tuned(&rt, peer, first, spin).await

@@ -845,8 +845,9 @@ impl Aggregator {
     }
 
     /// Puts the setting the tuner of the adaptive action in `slot` chose
-    /// for `dest` in force towards it, as [`set`](Self::set) does; the
-    /// destinations not tuned yet start from it.
+    /// for `dest` in force towards it, as [`set`](Self::set) does, and
+    /// towards every destination without a setting of its own (not tuned
+    /// yet, or this locality itself).
     pub(crate) fn tune(
         &self,
         outbox: &dyn Outbox,
@@ -854,8 +855,17 @@ impl Aggregator {
         dest: LocalityId,
         setting: Coalescing,
     ) {
+        let setting = setting.in_force();
         self.settings.tune(slot, dest, setting);
-        self.apply(outbox, slot, Some(dest), setting.in_force());
+        // The destinations without a setting of their own follow the
+        // latest decision: those this locality has not sent to yet, and
+        // the locality itself, which no tuner judges (its parcels cost no
+        // message). Left under the start count, its buffers were cut by
+        // its 100 µs timer and sparse bypass all run long: half of
+        // RandomAccess's updates on two localities (BENCHMARKS.md, issue
+        // #15, eighteenth part).
+        let own = self.settings.destinations_set_apart(slot);
+        self.apply_where(outbox, slot, setting, |d| d == dest || !own.contains(&d));
     }
 
     /// Gives `dest` the setting of the adaptive action in `slot` it has
@@ -889,6 +899,18 @@ impl Aggregator {
         dest: Option<LocalityId>,
         setting: Coalescing,
     ) {
+        self.apply_where(outbox, slot, setting, |d| dest.is_none_or(|want| want == d));
+    }
+
+    /// Hands the buffers of the action in `slot` towards the destinations
+    /// `to` picks their new `setting` and flushes what they held.
+    fn apply_where(
+        &self,
+        outbox: &dyn Outbox,
+        slot: usize,
+        setting: Coalescing,
+        to: impl Fn(LocalityId) -> bool,
+    ) {
         for set in 0..self.sets.len() {
             let mut taken = Vec::new();
             {
@@ -897,7 +919,7 @@ impl Aggregator {
                     let lane = lane(slot, kind);
                     let dests: Vec<usize> = buffers
                         .lane_mut(lane)
-                        .filter(|(d, _)| dest.is_none_or(|want| want.index() == *d))
+                        .filter(|(d, _)| to(LocalityId::new(*d as u32)))
                         .map(|(d, buffer)| {
                             buffer.set(setting);
                             d

@@ -141,6 +141,13 @@ impl Settings {
         });
     }
 
+    /// The destinations with a setting of their own for the action in
+    /// `slot`: those its tuners decided for, or the program set apart.
+    pub(crate) fn destinations_set_apart(&self, slot: usize) -> Vec<LocalityId> {
+        let table = self.actions[slot].table.read();
+        table.per_destination.keys().copied().collect()
+    }
+
     /// Gives `dest` an entry of its own for the action in `slot`, holding
     /// `setting`: the setting of destinations without one, which later
     /// decisions for others move, no longer applies to it.
