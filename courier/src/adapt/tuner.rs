@@ -652,7 +652,7 @@ impl Tuner {
             self.samples = Samples::default();
             return self.try_larger(self.in_force, held, traffic, cost_ns);
         }
-        if !differs(&model, &self.in_force) {
+        if !differs(&model, &self.in_force, traffic) {
             self.samples = Samples::default();
             return None;
         }
@@ -718,7 +718,7 @@ impl Tuner {
             wait(traffic, kappa),
         );
         let larger = Coalescing::Count(policy);
-        if !differs(&larger, &from) {
+        if !differs(&larger, &from, traffic) {
             self.step = Step::Settled;
             return None;
         }
@@ -848,20 +848,23 @@ fn affordable_off(traffic: &Traffic, machine: &Machine) -> bool {
     traffic.parcels_per_s * machine.alpha_ns * 1e-9 <= AFFORDABLE_OFF
 }
 
-/// Whether two settings differ enough to be worth a decision: another
-/// kind, or counts or intervals more than a quarter apart. The interval
-/// counts as much as the count: a stream the start setting's 100 µs cuts
-/// to a quarter of its 4,096 parcels is held four times as long by a
-/// count of 4,400 waiting 10 ms, and the trial of that was skipped as
-/// no change (RandomAccess kept the start setting all run, BENCHMARKS.md,
-/// issue #15, eighteenth part); a phase whose callers wait must not keep
-/// the 10 ms of posts at a like count either.
-fn differs(a: &Coalescing, b: &Coalescing) -> bool {
+/// Whether two settings differ enough to be worth a decision for
+/// `traffic`: another kind, or counts, or the parcels their buffers hold
+/// of it ([`parcels_held`]: the count, or fewer where the timer or the
+/// byte bound sends first), more than a quarter apart. What a buffer
+/// holds counts as much as its count: the start setting's 100 µs cuts a
+/// stream of 11 M parcels a second to 1,100 of its 4,096, and the trial
+/// of 4,400 at 10 ms, four times as many a message, was taken for no
+/// change (RandomAccess kept the start setting all run, BENCHMARKS.md,
+/// issue #15, eighteenth part). The interval alone does not count: it
+/// follows the rate (twice the time the count takes to arrive), and
+/// every phase would change it.
+fn differs(a: &Coalescing, b: &Coalescing, traffic: &Traffic) -> bool {
     let apart = |x: f64, y: f64| !(0.8..=1.25).contains(&(x / y.max(1.0)));
     match (a, b) {
         (Coalescing::Count(a), Coalescing::Count(b)) => {
             apart(f64::from(a.num_parcels), f64::from(b.num_parcels))
-                || apart(a.interval_us as f64, b.interval_us as f64)
+                || apart(parcels_held(a, traffic), parcels_held(b, traffic))
                 || a.max_bytes != b.max_bytes
         }
         (Coalescing::Off, Coalescing::Off) => false,
@@ -1018,11 +1021,11 @@ mod tests {
     /// The start setting's 100 µs cuts a stream of 11 M posts a second
     /// to 1,100 parcels a message, within the model's 1,241 to 4 × 1,241:
     /// the search goes on with four times that, 4,400, at the 10 ms of
-    /// posts. That count is close to the start's 4,096, the interval is
-    /// not: it is a decision (it was taken for none, and the stream kept
-    /// the start setting).
+    /// posts. That count is close to the start's 4,096, what its buffers
+    /// hold is not: it is a decision (it was taken for none, and the
+    /// stream kept the start setting).
     #[test]
-    fn a_trial_that_changes_only_the_interval_is_made() {
+    fn a_trial_that_holds_four_times_as_much_at_a_like_count_is_made() {
         let start = Coalescing::default();
         let mut tuner = Tuner::new(start, AdaptivePolicy::DEFAULT.into());
         let decisions = run(&mut tuner, posts(11e6, 8.0), 0.0, 0.0, 10);
