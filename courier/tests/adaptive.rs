@@ -784,7 +784,12 @@ fn spin_for(us: u64) {
 fn a_localitys_own_parcels_follow_the_latest_decision() {
     const GAP_US: u64 = 200;
     const POSTS: u64 = 100;
-    let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+    // One worker: the task cannot resume on another worker, whose set
+    // would make a new buffer to itself, under the latest decision
+    // whatever the fix.
+    let config = common::inproc(2)
+        .workers(1)
+        .coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
     courier::launch(config, |rt| async move {
         let (here, peer) = (rt.here(), rt.locality(1));
         // The buffer to itself, made under the start count.
@@ -796,8 +801,8 @@ fn a_localitys_own_parcels_follow_the_latest_decision() {
             std::future::ready(())
         };
         let tuned_after = post_until_tuned(&rt, peer, first, spin).await;
-        let tuned = rt.coalescing(noop, peer);
         rt.quiesce().await?;
+        let tuned = rt.coalescing(noop, peer);
         match tuned {
             Coalescing::Count(p) if p.interval_us > 2 * GAP_US && p.num_parcels > 1 => {}
             other => panic!("posts to {peer} tuned to {other} after {tuned_after}: no longer wait"),

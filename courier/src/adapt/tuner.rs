@@ -187,6 +187,12 @@ pub(crate) const TOLERANCE: f64 = 0.25;
 /// traffic that tolerates delay.
 const LARGER: f64 = 4.0;
 
+/// Counts (or parcels held) within this ratio of each other are alike:
+/// a decision between them is not worth its flush and its epochs of
+/// measure (a quarter either way, as [`TOLERANCE`] for costs). A guess,
+/// tune me.
+const ALIKE: std::ops::RangeInclusive<f64> = 0.8..=1.25;
+
 /// κ at or above which traffic counts as latency-bound: the tuner then
 /// trusts the model and does not try larger messages. A call awaited with
 /// nine others is at 0.1.
@@ -828,7 +834,7 @@ impl Tuner {
         let held = parcels_held(&policy, traffic);
         (policy.max_bytes <= self.bounds.max_bytes
             && policy.num_parcels <= self.bounds.max_parcels
-            && (low * 0.8..=high * 1.25).contains(&held))
+            && (low * ALIKE.start()..=high * ALIKE.end()).contains(&held))
         .then_some(held)
     }
 
@@ -860,7 +866,7 @@ fn affordable_off(traffic: &Traffic, machine: &Machine) -> bool {
 /// follows the rate (twice the time the count takes to arrive), and
 /// every phase would change it.
 fn differs(a: &Coalescing, b: &Coalescing, traffic: &Traffic) -> bool {
-    let apart = |x: f64, y: f64| !(0.8..=1.25).contains(&(x / y.max(1.0)));
+    let apart = |x: f64, y: f64| !ALIKE.contains(&(x / y.max(1.0)));
     match (a, b) {
         (Coalescing::Count(a), Coalescing::Count(b)) => {
             apart(f64::from(a.num_parcels), f64::from(b.num_parcels))
@@ -1027,6 +1033,7 @@ mod tests {
     #[test]
     fn a_trial_that_holds_four_times_as_much_at_a_like_count_is_made() {
         let start = Coalescing::default();
+        assert_eq!(count(start).map(|p| p.interval_us), Some(100));
         let mut tuner = Tuner::new(start, AdaptivePolicy::DEFAULT.into());
         let decisions = run(&mut tuner, posts(11e6, 8.0), 0.0, 0.0, 10);
         let first = decisions.first().expect("a decision");
@@ -1036,7 +1043,6 @@ mod tests {
         );
         let tried = count(first.setting).expect("a count policy");
         assert_eq!((tried.num_parcels, tried.interval_us), (4400, 10_000));
-        assert_eq!(count(start).map(|p| p.interval_us), Some(100));
     }
 
     #[test]

@@ -84,6 +84,11 @@ pub(crate) struct Aggregator {
     max_frame_bytes: usize,
     epoch: Epoch,
     settings: Settings,
+    /// Held while a setting changes, from the table to the buffers, so
+    /// that the program's changes and the tuners' do not interleave (the
+    /// table saying one setting and the buffers holding another). Taken
+    /// before the table and the buffer sets; a parcel never takes it.
+    changing: parking_lot::Mutex<()>,
     /// One set per worker, and a last one shared by every other thread.
     sets: Box<[BufferSet]>,
     sched: Arc<Scheduler>,
@@ -192,6 +197,7 @@ impl Aggregator {
             max_frame_bytes,
             epoch,
             settings,
+            changing: parking_lot::Mutex::new(()),
             sets,
             sched,
             forwarded: entries.iter().map(|_| AtomicU64::new(0)).collect(),
@@ -840,14 +846,19 @@ impl Aggregator {
         dest: Option<LocalityId>,
         setting: Coalescing,
     ) {
-        self.settings.set(slot, dest, setting);
-        self.apply(outbox, slot, dest, setting.in_force());
+        let taken = {
+            let _changing = self.changing.lock();
+            self.settings.set(slot, dest, setting);
+            self.apply(slot, dest, setting.in_force())
+        };
+        Self::send_taken(outbox, taken);
     }
 
     /// Puts the setting the tuner of the adaptive action in `slot` chose
     /// for `dest` in force towards it, as [`set`](Self::set) does, and
-    /// towards every destination without a setting of its own (not tuned
-    /// yet, or this locality itself).
+    /// makes it the setting of the destinations without one (see
+    /// [`follow_latest`](Self::follow_latest)); nothing if the program
+    /// made the action's setting another meanwhile.
     pub(crate) fn tune(
         &self,
         outbox: &dyn Outbox,
@@ -855,17 +866,46 @@ impl Aggregator {
         dest: LocalityId,
         setting: Coalescing,
     ) {
-        let setting = setting.in_force();
-        self.settings.tune(slot, dest, setting);
-        // The destinations without a setting of their own follow the
-        // latest decision: those this locality has not sent to yet, and
-        // the locality itself, which no tuner judges (its parcels cost no
-        // message). Left under the start count, its buffers were cut by
-        // its 100 µs timer and sparse bypass all run long: half of
-        // RandomAccess's updates on two localities (BENCHMARKS.md, issue
-        // #15, eighteenth part).
-        let own = self.settings.destinations_set_apart(slot);
-        self.apply_where(outbox, slot, setting, |d| d == dest || !own.contains(&d));
+        let taken = {
+            let _changing = self.changing.lock();
+            if !self.settings.tune(slot, dest, setting) {
+                return;
+            }
+            self.apply(slot, Some(dest), setting.in_force())
+        };
+        Self::send_taken(outbox, taken);
+    }
+
+    /// Puts the latest decision of the adaptive action in `slot` in force
+    /// on the buffers it has towards the destinations without a setting
+    /// of their own: those no tuner has judged yet, and this locality
+    /// itself, which no tuner judges (its parcels cost a frame and a
+    /// task here, no message). Left under the start count, a buffer to
+    /// itself was cut by that count's 100 µs timer and sparse bypass all
+    /// run long: half of RandomAccess's updates on two localities
+    /// (BENCHMARKS.md, issue #15, eighteenth part). Where the latest
+    /// decision is off, what a task issues together to itself is still
+    /// coalesced ([`escape_off`](Self::escape_off)). Buffers that hold
+    /// their setting already are left alone. Called once an epoch for an
+    /// action its tuners decided for.
+    pub(crate) fn follow_latest(&self, outbox: &dyn Outbox, slot: usize) {
+        let taken = {
+            let _changing = self.changing.lock();
+            if self.settings.adaptive(slot).is_none() {
+                return;
+            }
+            let latest = self.settings.default(slot);
+            let own = self.settings.destinations_set_apart(slot);
+            self.apply_where(slot, |dest, buffer| {
+                if own.contains(&dest) {
+                    return None;
+                }
+                let holds =
+                    buffer.setting() == latest || (buffer.escaped() && latest == Coalescing::Off);
+                (!holds).then_some(latest)
+            })
+        };
+        Self::send_taken(outbox, taken);
     }
 
     /// Gives `dest` the setting of the adaptive action in `slot` it has
@@ -874,9 +914,13 @@ impl Aggregator {
     /// and decisions for other destinations, which move the setting of
     /// those without one, no longer move it under its tuner.
     pub(crate) fn pin(&self, outbox: &dyn Outbox, slot: usize, dest: LocalityId) -> Coalescing {
-        let setting = self.settings.get(slot, dest);
-        self.settings.pin(slot, dest, setting);
-        self.apply(outbox, slot, Some(dest), setting);
+        let (setting, taken) = {
+            let _changing = self.changing.lock();
+            let setting = self.settings.get(slot, dest);
+            self.settings.pin(slot, dest, setting);
+            (setting, self.apply(slot, Some(dest), setting))
+        };
+        Self::send_taken(outbox, taken);
         setting
     }
 
@@ -891,38 +935,36 @@ impl Aggregator {
     }
 
     /// Hands every buffer of the action in `slot` (towards `dest`, or all)
-    /// its new `setting` and flushes what it held.
-    fn apply(
-        &self,
-        outbox: &dyn Outbox,
-        slot: usize,
-        dest: Option<LocalityId>,
-        setting: Coalescing,
-    ) {
-        self.apply_where(outbox, slot, setting, |d| dest.is_none_or(|want| want == d));
+    /// its new `setting`; returns what they held, as
+    /// [`apply_where`](Self::apply_where) does.
+    fn apply(&self, slot: usize, dest: Option<LocalityId>, setting: Coalescing) -> Taken {
+        self.apply_where(slot, |d, _| {
+            dest.is_none_or(|want| want == d).then_some(setting)
+        })
     }
 
-    /// Hands the buffers of the action in `slot` towards the destinations
-    /// `to` picks their new `setting` and flushes what they held.
+    /// Hands each buffer of the action in `slot` the setting `pick` gives
+    /// it (by its destination; `None`: it stays as it is); returns what
+    /// they held, for the caller to send once it no longer holds
+    /// [`changing`](Self::changing) (a frame sent may end an epoch of the
+    /// tuners, whose decisions take it).
     fn apply_where(
         &self,
-        outbox: &dyn Outbox,
         slot: usize,
-        setting: Coalescing,
-        to: impl Fn(LocalityId) -> bool,
-    ) {
+        pick: impl Fn(LocalityId, &Buffer) -> Option<Coalescing>,
+    ) -> Taken {
+        let mut taken = Vec::new();
         for set in 0..self.sets.len() {
-            let mut taken = Vec::new();
             {
                 let mut buffers = self.sets[set].lock();
                 for kind in RunKind::ALL {
                     let lane = lane(slot, kind);
                     let dests: Vec<usize> = buffers
                         .lane_mut(lane)
-                        .filter(|(d, _)| to(LocalityId::new(*d as u32)))
-                        .map(|(d, buffer)| {
+                        .filter_map(|(d, buffer)| {
+                            let setting = pick(LocalityId::new(d as u32), buffer)?;
                             buffer.set(setting);
-                            d
+                            Some(d)
                         })
                         .collect();
                     let now = self.epoch.elapsed_ns();
@@ -931,8 +973,8 @@ impl Aggregator {
                     }
                 }
             }
-            Self::send_taken(outbox, taken);
         }
+        taken
     }
 
     /// Where a call of the action in `slot` for `dest` goes first: `dest`,

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use parking_lot::RwLock;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::policy::{AdaptivePolicy, Coalescing};
 use crate::ids::LocalityId;
@@ -131,19 +131,26 @@ impl Settings {
 
     /// Puts what the action's tuner chose for `dest` in force towards it,
     /// and makes it the setting of the destinations without one (those
-    /// its tuners have not decided for yet start from the latest
-    /// decision); the action stays adaptive.
-    pub(crate) fn tune(&self, slot: usize, dest: LocalityId, setting: Coalescing) {
+    /// its tuners have not decided for yet, and this locality itself,
+    /// follow the latest decision: `Aggregator::follow_latest` puts it on
+    /// their buffers); the action stays adaptive. Returns false, changing
+    /// nothing, if the action is no longer adaptive (the program set
+    /// another setting since the tuner judged).
+    pub(crate) fn tune(&self, slot: usize, dest: LocalityId, setting: Coalescing) -> bool {
+        if self.adaptive(slot).is_none() {
+            return false;
+        }
         let setting = setting.in_force();
         self.change(slot, |table| {
             table.per_destination.insert(dest, setting);
             table.default = setting;
         });
+        true
     }
 
     /// The destinations with a setting of their own for the action in
     /// `slot`: those its tuners decided for, or the program set apart.
-    pub(crate) fn destinations_set_apart(&self, slot: usize) -> Vec<LocalityId> {
+    pub(crate) fn destinations_set_apart(&self, slot: usize) -> FxHashSet<LocalityId> {
         let table = self.actions[slot].table.read();
         table.per_destination.keys().copied().collect()
     }

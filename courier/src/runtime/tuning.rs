@@ -298,6 +298,7 @@ impl Loop {
                 continue;
             };
             row.resize_with(to_now.len(), || None);
+            let mut decided = false;
             for (index, tuner) in row.iter_mut().enumerate() {
                 let dest = LocalityId::new(index as u32);
                 let (Some(&c1), Some(&c0)) = (to_now.get(index), to_last.get(index)) else {
@@ -337,6 +338,7 @@ impl Loop {
                         .map_or(self.alpha_ns, |c| c.alpha_ns),
                 };
                 if let Some(decision) = tuner.observe(&epoch, &machine) {
+                    decided = true;
                     l.aggregator.tune(l, slot, dest, decision.setting);
                     l.tuning.count_decision(slot);
                     let name = crate::action::registry().entries()[slot].name();
@@ -355,6 +357,11 @@ impl Loop {
                         );
                     }
                 }
+            }
+            if decided {
+                // Once for all the epoch's decisions: the destinations
+                // without a tuner follow the latest.
+                l.aggregator.follow_latest(l, slot);
             }
         }
         self.last = now;
