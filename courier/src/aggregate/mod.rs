@@ -84,11 +84,6 @@ pub(crate) struct Aggregator {
     max_frame_bytes: usize,
     epoch: Epoch,
     settings: Settings,
-    /// Held while a setting changes, from the table to the buffers, so
-    /// that the program's changes and the tuners' do not interleave (the
-    /// table saying one setting and the buffers holding another). Taken
-    /// before the table and the buffer sets; a parcel never takes it.
-    changing: parking_lot::Mutex<()>,
     /// One set per worker, and a last one shared by every other thread.
     sets: Box<[BufferSet]>,
     sched: Arc<Scheduler>,
@@ -101,6 +96,11 @@ pub(crate) struct Aggregator {
     /// awaited calls is split into (see [`Aggregator::split_parcels`]).
     /// Set by adaptive coalescing's tuning loop.
     split_ratio: AtomicU64,
+    /// Held while a setting changes, from the table to the buffers, so
+    /// that the program's changes and the tuners' do not interleave (the
+    /// table saying one setting and the buffers holding another). Taken
+    /// before the table and the buffer sets; a parcel never takes it.
+    changing: parking_lot::Mutex<()>,
 }
 
 /// The awaited calls the workers issue between two moments they run out
