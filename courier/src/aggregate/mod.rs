@@ -100,6 +100,9 @@ pub(crate) struct Aggregator {
     /// that the program's changes and the tuners' do not interleave (the
     /// table saying one setting and the buffers holding another). Taken
     /// before the table and the buffer sets; a parcel never takes it.
+    /// The last field: placed after `settings`, among the fields every
+    /// push reads, it cost histo 4 % (BENCHMARKS.md, issue #15,
+    /// eighteenth part).
     changing: parking_lot::Mutex<()>,
 }
 
