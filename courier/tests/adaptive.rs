@@ -766,14 +766,6 @@ where
     .unwrap();
 }
 
-/// Spins for `us` µs without yielding.
-fn spin_for(us: u64) {
-    let from = std::time::Instant::now();
-    while from.elapsed() < Duration::from_micros(us) {
-        std::hint::spin_loop();
-    }
-}
-
 /// A locality's own parcels follow the latest decision of the action's
 /// tuners: no tuner judges them (they cost no message). Its buffer to
 /// itself, made under the start count before any decision, kept that
@@ -797,7 +789,7 @@ fn a_localitys_own_parcels_follow_the_latest_decision() {
         rt.quiesce().await?;
         let first = rt.coalescing(noop, peer);
         let spin = || {
-            spin_for(20);
+            common::spin(Duration::from_micros(20));
             std::future::ready(())
         };
         let tuned_after = post_until_tuned(&rt, peer, first, spin).await;
@@ -810,7 +802,7 @@ fn a_localitys_own_parcels_follow_the_latest_decision() {
         let bypassed = || counter(&rt, 0, "/coalescing/count/flush-bypass", "noop");
         let before = bypassed().await;
         for i in 0..POSTS {
-            spin_for(GAP_US);
+            common::spin(Duration::from_micros(GAP_US));
             rt.post(here, noop, (i,))?;
         }
         rt.quiesce().await?;
@@ -844,7 +836,7 @@ fn a_task_that_never_yields_is_tuned_while_it_sends() {
         // A busy wait: only an epoch that ends inside this one poll can
         // change the setting.
         let spin = || {
-            spin_for(20);
+            common::spin(Duration::from_micros(20));
             std::future::ready(())
         };
         post_until_tuned(&rt, peer, first, spin).await
