@@ -861,3 +861,68 @@ fn posts_from_a_thread_off_the_workers_are_tuned() {
         .unwrap()
     });
 }
+
+/// Echoes `x`; the padding (1 KiB) puts 64 calls in a frame of 64 KiB,
+/// as parquet's rows.
+#[courier::action]
+fn padded_echo(x: u64, _padding: ByteBuf) -> u64 {
+    x
+}
+
+/// Whether [`keep_busy`] goes on.
+static BUSY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Keeps its locality's worker from running out of tasks (whose idle
+/// flush would send what its buffers hold) while [`BUSY`] says so: spins
+/// 50 µs, lets the other tasks run, again.
+#[courier::action]
+async fn keep_busy() {
+    while BUSY.load(std::sync::atomic::Ordering::Relaxed) {
+        common::spin(Duration::from_micros(50));
+        courier::yield_now().await;
+    }
+}
+
+/// A caller that awaits its calls thousands together lets their responses
+/// wait for company at the responder, once its tuner has judged them: a
+/// batch of 5,000 calls of 1 KiB comes in runs of 64, and the responses
+/// of many runs share a message (the responder is kept busy, as
+/// parquet's, so its idle flush does not send them a run at a time).
+/// Without that, each run's responses leave when it has run
+/// (`flush-answered`): parquet sent half its messages so.
+#[test]
+fn the_responses_to_calls_awaited_thousands_together_wait_for_company() {
+    const CALLS: u64 = 5_000;
+    let config = common::inproc(2)
+        .workers(1)
+        .coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+    courier::launch(config, |rt| async move {
+        let peer = rt.locality(1);
+        BUSY.store(true, std::sync::atomic::Ordering::Relaxed);
+        rt.post(peer, keep_busy, ())?;
+        let messages = |l| counter(&rt, l, "/coalescing/count/messages", "padded_echo");
+        let answered = || counter(&rt, 1, "/coalescing/count/flush-answered", "padded_echo");
+        let mut rounds = Vec::new();
+        for _ in 0..60 {
+            let before = (messages(0).await, messages(1).await, answered().await);
+            let padding = ByteBuf::from(vec![1; 1024]);
+            let batch: Vec<_> = (0..CALLS)
+                .map(|i| rt.call(peer, padded_echo, (i, padding.clone())))
+                .collect();
+            for (i, call) in batch.into_iter().enumerate() {
+                assert_eq!(call.await?, i as u64);
+            }
+            let calls = messages(0).await - before.0;
+            let responses = messages(1).await - before.1;
+            let runs_answered = answered().await - before.2;
+            rounds.push((calls, responses, runs_answered));
+            if runs_answered == 0.0 && responses <= calls / 2.0 {
+                BUSY.store(false, std::sync::atomic::Ordering::Relaxed);
+                return Ok(());
+            }
+        }
+        BUSY.store(false, std::sync::atomic::Ordering::Relaxed);
+        panic!("(messages of calls, of responses, runs answered) each round: {rounds:?}");
+    })
+    .unwrap();
+}

@@ -196,6 +196,9 @@ pub(crate) enum Wait {
     /// posts ran 11 % faster with a 10 ms interval than with 1 ms or
     /// 100 µs at any count (BENCHMARKS.md, issue #15, seventeenth part).
     Longest,
+    /// As [`Fill`](Wait::Fill), but at least this many microseconds: for
+    /// calls awaited in great numbers together (`tuner::wait`).
+    AtLeast(u64),
 }
 
 /// The count policy holding `parcels` a message for `traffic`, within
@@ -218,6 +221,10 @@ pub(crate) fn count_policy(
             (fill_us * FILL_TIMES_PER_INTERVAL) as u64
         }
         Wait::Longest => INTERVAL_US.1,
+        Wait::AtLeast(floor) => {
+            let fill_us = parcels / traffic.parcels_per_s.max(1.0) * 1e6;
+            ((fill_us * FILL_TIMES_PER_INTERVAL) as u64).max(floor)
+        }
     };
     CountPolicy {
         num_parcels: parcels.round() as u32,

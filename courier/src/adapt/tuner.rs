@@ -59,6 +59,11 @@
 //!
 //! Then it stays put until the traffic changes: no decision is made while
 //! it is steady.
+//!
+//! The calls of a phase awaited a thousand or more together let their
+//! responses wait for company at the responder (`Tuner::responses_wait`,
+//! said in their frames; see `aggregate/answer.rs`). That is no decision:
+//! it follows the phase.
 
 use std::fmt;
 
@@ -198,15 +203,35 @@ const ALIKE: std::ops::RangeInclusive<f64> = 0.8..=1.25;
 /// nine others is at 0.1.
 const LATENCY_BOUND_KAPPA: f64 = 0.1;
 
+/// κ at or below which the responses to awaited calls may wait for
+/// company at their responder (`Tuner::responses_wait`), and the calls
+/// at least as long in their own buffers ([`wait`]): calls awaited a
+/// thousand or more together, whose caller needs the last response of
+/// many. Left to go when their run of calls has run, parquet's responses
+/// took a message a run of 64 rows, half its messages (BENCHMARKS.md,
+/// issue #15, eighteenth part); bursts of 500 awaited calls, split into
+/// parts so that the first responses come back while the rest are
+/// issued, keep that. A guess, tune me.
+pub(crate) const RESPONSES_WAIT_KAPPA: f64 = 1e-3;
+
 /// How long the first parcel of a buffer of `traffic`, whose κ is
 /// `kappa`, waits: the longest the model sets for posts that tolerate
 /// delay, twice the fill time for the rest. Awaited calls keep the
 /// shorter wait even where many are awaited together: a caller that is
 /// not a worker, or a worker that never runs out of tasks, has no idle
-/// flush to send what its buffers hold.
+/// flush to send what its buffers hold. Calls awaited a thousand or more
+/// together (κ at most [`RESPONSES_WAIT_KAPPA`]) wait at least as long
+/// as their patient responses may
+/// ([`PATIENT_WAIT_US`](crate::aggregate::PATIENT_WAIT_US)): a sender
+/// stalled for credit then pushes nothing for a while, and twice
+/// parquet's fill time (130–170 µs) cut its rows' buffers short by the
+/// timer and sent the first row after the stall alone (BENCHMARKS.md,
+/// issue #15, nineteenth part).
 fn wait(traffic: &Traffic, kappa: f64) -> Wait {
     if kappa < LATENCY_BOUND_KAPPA && !traffic.mostly_awaited() {
         Wait::Longest
+    } else if kappa <= RESPONSES_WAIT_KAPPA {
+        Wait::AtLeast(crate::aggregate::PATIENT_WAIT_US)
     } else {
         Wait::Fill
     }
@@ -466,6 +491,16 @@ impl Tuner {
     /// κ of `traffic`: the declared one, else the one it implies.
     pub(crate) fn kappa(&self, traffic: &Traffic) -> f64 {
         self.declared_kappa.unwrap_or_else(|| traffic.kappa())
+    }
+
+    /// Whether the calls of the phase in force let their responses wait
+    /// for company at the responder, under its own coalescing (see
+    /// `aggregate/answer.rs`): most of them are awaited, and their κ is
+    /// at most [`RESPONSES_WAIT_KAPPA`]. No before the first phase.
+    pub(crate) fn responses_wait(&self) -> bool {
+        self.phase.is_some_and(|traffic| {
+            traffic.mostly_awaited() && self.kappa(&traffic) <= RESPONSES_WAIT_KAPPA
+        })
     }
 
     /// The setting in force.
@@ -1022,6 +1057,37 @@ mod tests {
         run(&mut tuner, awaited(1e6, 1000.0), 0.0, 0.0, 10);
         let batch = count(tuner.in_force()).expect("a batch is coalesced");
         assert!(batch.interval_us < 10_000, "{batch:?}");
+    }
+
+    /// Calls awaited thousands together let their responses wait at the
+    /// responder, and wait at least as long themselves; bursts of 500,
+    /// calls awaited alone and posts do not; a change of phase takes it
+    /// back.
+    #[test]
+    fn calls_awaited_thousands_together_let_their_responses_wait() {
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        assert!(!tuner.responses_wait(), "before the first phase");
+        // 1 M calls a second, awaited 32,768 together (parquet's rows):
+        // 16,384 parcels fill in 16 ms, the count is within the bytes.
+        run(&mut tuner, awaited(1e6, 32_768.0), 0.0, 0.0, 10);
+        assert!(tuner.responses_wait());
+        let batch = count(tuner.in_force()).expect("coalesced");
+        assert!(
+            batch.interval_us >= crate::aggregate::PATIENT_WAIT_US,
+            "{batch:?}"
+        );
+        // Into bursts of 500: a new phase, whose responses do not wait.
+        run(&mut tuner, awaited(1e6, 500.0), 0.0, 0.0, 10);
+        assert!(!tuner.responses_wait(), "bursts after the batch");
+        for (traffic, what) in [
+            (awaited(1e6, 500.0), "bursts of 500"),
+            (awaited(5e4, 1.0), "calls awaited alone"),
+            (posts(1e6, 8.0), "posts"),
+        ] {
+            let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+            run(&mut tuner, traffic, 0.0, 0.0, 10);
+            assert!(!tuner.responses_wait(), "{what}");
+        }
     }
 
     /// The start setting's 100 µs cuts a stream of 11 M posts a second

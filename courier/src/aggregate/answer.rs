@@ -18,15 +18,42 @@
 //! response of a run of many alone, however long ago the last response
 //! left (nor that of a piece of many calls, whose responses wait for the
 //! count, the timer or the idle worker).
+//!
+//! A caller that awaits its calls a thousand or more together (its
+//! tuner's κ, `Tuner::responses_wait`) says so in their frames (the
+//! run's `RESPONSES_WAIT` bit, `parcel/wire.rs`): it needs the last
+//! response of many, so the responses of its runs are *patient*. They
+//! wait for company across runs, under a count policy of their own
+//! ([`AdaptivePolicy::patient`](super::AdaptivePolicy)): as many as the
+//! bounds allow, for at most [`PATIENT_WAIT_US`], or until the worker
+//! runs out of tasks. Sent a run at a time, parquet's responses took a
+//! message for each run of 64 rows: half its messages (BENCHMARKS.md,
+//! issue #15, eighteenth part).
 
 use std::cell::Cell;
 
 use crate::ids::LocalityId;
 
-/// The run of calls a thread is handling: the action's slot, the caller,
-/// whether the run holds more than one call, and whether it came whole
-/// (not a piece of a run split between tasks).
-type Run = (usize, LocalityId, bool, bool);
+/// The longest a patient response waits for company (see the module
+/// docs), in microseconds: a tenth of the longest wait of posts. Within
+/// it, a responder that stays busy (so that its idle flush does not send
+/// them) delays the end of a caller's batch by at most this. A guess,
+/// tune me.
+pub(crate) const PATIENT_WAIT_US: u64 = 1_000;
+
+/// The run of calls a thread is handling.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    /// The action's slot.
+    slot: usize,
+    caller: LocalityId,
+    /// Whether the run holds more than one call.
+    many: bool,
+    /// Whether it came whole (not a piece of a run split between tasks).
+    whole: bool,
+    /// Whether its caller lets the responses wait (see the module docs).
+    patient: bool,
+}
 
 thread_local! {
     /// The run of calls this thread is handling in an [`Answering`]
@@ -44,9 +71,23 @@ impl Answering {
     /// Opens the scope of a run of `calls` calls of the action in `slot`
     /// from `caller`, `whole` or a piece of a run split between tasks
     /// (whose responses are not the run's: [`answering`] says no, but
-    /// [`answering_many`] may say yes).
-    pub(crate) fn enter(slot: usize, caller: LocalityId, calls: u32, whole: bool) -> Answering {
-        Answering(ANSWERING.replace(Some((slot, caller, calls > 1, whole))))
+    /// [`answering_many`] may say yes), whose responses are `patient` or
+    /// not.
+    pub(crate) fn enter(
+        slot: usize,
+        caller: LocalityId,
+        calls: u32,
+        whole: bool,
+        patient: bool,
+    ) -> Answering {
+        let run = Run {
+            slot,
+            caller,
+            many: calls > 1,
+            whole,
+            patient,
+        };
+        Answering(ANSWERING.replace(Some(run)))
     }
 }
 
@@ -56,19 +97,29 @@ impl Drop for Answering {
     }
 }
 
+/// The run this thread is answering, if it is of the action in `slot`
+/// from `dest`.
+#[inline]
+fn run_for(slot: usize, dest: LocalityId) -> Option<Run> {
+    ANSWERING
+        .get()
+        .filter(|run| (run.slot, run.caller) == (slot, dest))
+}
+
 /// Whether a response of the action in `slot` to `dest` belongs to the
-/// run this thread is answering: it is sent when the run is done.
+/// run this thread is answering, whole and not patient: it is sent when
+/// the run is done.
 #[inline]
 pub(crate) fn answering(slot: usize, dest: LocalityId) -> bool {
-    matches!(ANSWERING.get(), Some((s, d, _, true)) if (s, d) == (slot, dest))
+    run_for(slot, dest).is_some_and(|run| run.whole && !run.patient)
 }
 
 /// Whether a response of the action in `slot` to `dest` answers a whole
-/// run of one call this thread is handling: it leaves at once, alone, as
-/// with coalescing off.
+/// run of one call this thread is handling, not patient: it leaves at
+/// once, alone, as with coalescing off.
 #[inline]
 pub(crate) fn answering_alone(slot: usize, dest: LocalityId) -> bool {
-    matches!(ANSWERING.get(), Some((s, d, false, true)) if (s, d) == (slot, dest))
+    run_for(slot, dest).is_some_and(|run| run.whole && !run.many && !run.patient)
 }
 
 /// Whether a response of the action in `slot` to `dest` answers a run
@@ -78,7 +129,15 @@ pub(crate) fn answering_alone(slot: usize, dest: LocalityId) -> bool {
 /// (`Aggregator::escape_off`).
 #[inline]
 pub(crate) fn answering_many(slot: usize, dest: LocalityId) -> bool {
-    matches!(ANSWERING.get(), Some((s, d, true, _)) if (s, d) == (slot, dest))
+    run_for(slot, dest).is_some_and(|run| run.many)
+}
+
+/// Whether a response of the action in `slot` to `dest` answers a run
+/// this thread is handling whose caller lets the responses wait: it waits
+/// for company under the patient policy (see the module docs).
+#[inline]
+pub(crate) fn patient(slot: usize, dest: LocalityId) -> bool {
+    run_for(slot, dest).is_some_and(|run| run.patient)
 }
 
 #[cfg(test)]
@@ -90,24 +149,40 @@ mod tests {
         let (slot, caller, other) = (3, LocalityId::new(1), LocalityId::new(2));
         assert!(!answering(slot, caller) && !answering_many(slot, caller));
         {
-            let _whole = Answering::enter(slot, caller, 10, true);
+            let _whole = Answering::enter(slot, caller, 10, true, false);
             assert!(answering(slot, caller) && answering_many(slot, caller));
             assert!(!answering_alone(slot, caller), "a run of ten");
             assert!(!answering(slot, other) && !answering_many(slot + 1, caller));
             {
                 // A piece of a run split between tasks, nested (a task
                 // handling it inline): its responses are not the run's.
-                let _piece = Answering::enter(slot, caller, 5, false);
+                let _piece = Answering::enter(slot, caller, 5, false, false);
                 assert!(!answering(slot, caller) && answering_many(slot, caller));
             }
             assert!(answering(slot, caller), "the outer scope is back");
         }
-        let alone = Answering::enter(slot, caller, 1, true);
+        let alone = Answering::enter(slot, caller, 1, true, false);
         assert!(answering(slot, caller) && !answering_many(slot, caller));
         assert!(answering_alone(slot, caller) && !answering_alone(slot, other));
         drop(alone);
-        let _piece_of_one = Answering::enter(slot, caller, 1, false);
+        let piece_of_one = Answering::enter(slot, caller, 1, false, false);
         assert!(!answering(slot, caller) && !answering_many(slot, caller));
         assert!(!answering_alone(slot, caller), "a piece of a run");
+        assert!(!patient(slot, caller));
+        drop(piece_of_one);
+    }
+
+    #[test]
+    fn a_patient_run_is_not_answered_when_it_is_done_nor_alone() {
+        let (slot, caller) = (3, LocalityId::new(1));
+        {
+            let _many = Answering::enter(slot, caller, 10, true, true);
+            assert!(patient(slot, caller) && answering_many(slot, caller));
+            assert!(!answering(slot, caller), "not sent when the run is done");
+            assert!(!patient(slot + 1, caller) && !patient(slot, LocalityId::new(2)));
+        }
+        let _one = Answering::enter(slot, caller, 1, true, true);
+        assert!(patient(slot, caller) && !answering_alone(slot, caller));
+        assert!(!answering(slot, caller));
     }
 }

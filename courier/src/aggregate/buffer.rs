@@ -178,9 +178,10 @@ pub(crate) struct Buffer {
     /// Where the awaited calls that leave this buffer are counted: its
     /// set's.
     pub(crate) departures: Arc<Departures>,
-    /// Whether the buffer holds parcels under a count policy of its own
-    /// while its setting is off (see [`escape`](Self::escape)).
-    escaped: bool,
+    /// The setting in force for this action and destination while the
+    /// buffer holds its parcels under a count policy of its own instead
+    /// (see [`escape`](Self::escape)).
+    escaped_from: Option<Coalescing>,
 }
 
 impl Buffer {
@@ -203,40 +204,60 @@ impl Buffer {
             awaited: 0,
             stats: LaneStats::default(),
             departures,
-            escaped: false,
+            escaped_from: None,
         }
     }
 
-    /// The setting of this buffer.
+    /// The setting this buffer's parcels are held under: its own count
+    /// policy while it is [`escaped`](Self::escaped).
     pub(crate) fn setting(&self) -> Coalescing {
         self.setting
     }
 
-    /// Changes the setting of this buffer (the caller flushes it).
+    /// The setting in force for this action and destination (the one
+    /// [`set`](Self::set) last gave), also while the buffer is escaped.
+    pub(crate) fn in_force(&self) -> Coalescing {
+        self.escaped_from.unwrap_or(self.setting)
+    }
+
+    /// Changes the setting of this buffer (the caller flushes it); an
+    /// escape ends.
     pub(crate) fn set(&mut self, setting: Coalescing) {
         self.setting = setting;
         self.limits = Limits::of(setting, self.max_frame_bytes);
-        self.escaped = false;
+        self.escaped_from = None;
     }
 
-    /// Whether the buffer coalesces under a count policy although its
-    /// setting is off (an adaptive action's, and these parcels came
-    /// together: `Aggregator::escape_off`).
+    /// Whether the buffer holds its parcels under a count policy of its
+    /// own instead of the setting in force (see [`escape`](Self::escape)).
     pub(crate) fn escaped(&self) -> bool {
-        self.escaped
+        self.escaped_from.is_some()
     }
 
-    /// Holds the parcels of this empty buffer, whose setting is off, under
-    /// `policy` from `now_ns` on, until the next [`set`](Self::set) (of off
-    /// again, or of a setting that changed). The parcels that came before,
-    /// alone, came together with the next one: the buffer is stamped
-    /// `now_ns`, so that the count policy's sparse bypass does not send
-    /// the next one alone as well.
+    /// Holds the parcels of this empty buffer under `policy` from `now_ns`
+    /// on, instead of the setting in force, until the next
+    /// [`set`](Self::set) or [`restore`](Self::restore): an adaptive
+    /// action's parcels that came together although its setting is off
+    /// (`Aggregator::escape_off`), or patient responses
+    /// (`aggregate/answer.rs`). The parcels that came before, alone, came
+    /// together with the next one: the buffer is stamped `now_ns`, so that
+    /// the count policy's sparse bypass does not send the next one alone
+    /// as well.
     pub(crate) fn escape(&mut self, policy: CountPolicy, now_ns: u64) {
-        debug_assert!(self.frame.is_empty() && !self.setting.is_on());
+        debug_assert!(self.frame.is_empty());
+        let from = self.in_force();
         self.set(Coalescing::Count(policy));
-        self.escaped = true;
+        self.escaped_from = Some(from);
         self.last_ns = Some(now_ns);
+    }
+
+    /// Ends the escape of this empty buffer: its parcels are held under
+    /// the setting in force again.
+    pub(crate) fn restore(&mut self) {
+        debug_assert!(self.frame.is_empty());
+        if let Some(from) = self.escaped_from {
+            self.set(from);
+        }
     }
 
     /// Accounts for the parcel just appended (it took `parcel_bytes`) to a
@@ -319,12 +340,13 @@ impl Buffer {
             self.departures.leave(u64::from(awaited), midway);
         }
         let capacity = self.last_frame_bytes.max(self.frame.byte_len());
-        let next = FrameBuilder::with_capacity(
+        let mut next = FrameBuilder::with_capacity(
             self.frame.source(),
             self.frame.kind(),
             self.frame.action(),
             capacity,
         );
+        next.set_responses_wait(self.frame.responses_wait());
         let frame = std::mem::replace(&mut self.frame, next);
         self.last_frame_bytes = frame.byte_len();
         self.count_message(reason);
@@ -534,6 +556,30 @@ mod tests {
         let bytes = push(&mut buffer);
         assert_eq!(buffer.pushed(&policy, bytes, Some(7_000_100), false), None);
         assert!(buffer.escaped());
+    }
+
+    #[test]
+    fn a_buffer_escaped_from_its_setting_holds_under_its_own_policy_until_restored() {
+        let (mut buffer, policy) = buffer();
+        let setting = buffer.setting();
+        let patient = CountPolicy {
+            num_parcels: 16_384,
+            ..policy
+        };
+        buffer.escape(patient, 0);
+        assert_eq!(
+            (buffer.setting(), buffer.in_force()),
+            (Coalescing::Count(patient), setting)
+        );
+        // Past the setting's count, held by the escape's.
+        for _ in 0..policy.num_parcels + 1 {
+            let bytes = push(&mut buffer);
+            assert_eq!(buffer.pushed(&patient, bytes, None, true), None);
+        }
+        assert!(buffer.take(Reason::Idle, 1).is_some());
+        buffer.restore();
+        assert!(!buffer.escaped());
+        assert_eq!((buffer.setting(), buffer.in_force()), (setting, setting));
     }
 
     #[test]

@@ -46,7 +46,7 @@ mod wakes;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub(crate) use answer::Answering;
+pub(crate) use answer::{Answering, PATIENT_WAIT_US};
 pub(crate) use buffer::LaneStats;
 pub(crate) use policy::Reason;
 pub use policy::{AdaptivePolicy, BytePolicy, Coalescing, CountPolicy};
@@ -289,7 +289,10 @@ impl Aggregator {
         let lane = lane(slot, kind);
         let mut buffers = self.lock_set(set_index, on_worker);
         let buffer = buffers.get_or_make(lane, dest.index(), || {
-            let frame = FrameBuilder::with_capacity(self.here, kind, action, 1024);
+            let mut frame = FrameBuilder::with_capacity(self.here, kind, action, 1024);
+            frame.set_responses_wait(
+                kind == RunKind::Calls && self.settings.responses_wait(slot, dest),
+            );
             Buffer::new(
                 frame,
                 self.settings.get(slot, dest),
@@ -326,18 +329,30 @@ impl Aggregator {
                 false,
             );
         }
-        let buffer = if buffer.setting().is_on() && !buffer.escaped() {
+        let patient = Self::patient(lane, dest);
+        let buffer = if buffer.setting().is_on() && !buffer.escaped() && !patient {
             buffer
         } else {
-            let escaped = buffer.escaped();
-            let escape = self.escape_off(&mut buffers, on_worker, lane, dest);
+            // Patient responses, or what comes together under off, are
+            // held under a count policy of their own.
+            let escape = if patient {
+                self.settings.adaptive(slot).map(|bounds| bounds.patient())
+            } else if buffer.in_force().is_on() {
+                None
+            } else {
+                self.escape_off(&mut buffers, on_worker, lane, dest)
+            };
             let buffer = buffers
                 .get_mut(lane, dest.index())
                 .unwrap_or_else(|| unreachable!("the buffer was just made"));
-            match (escape, escaped) {
-                (Some(policy), false) => buffer.escape(policy, self.epoch.elapsed_ns()),
-                (None, true) => buffer.set(Coalescing::Off),
-                _ => {}
+            match escape {
+                Some(policy)
+                    if !buffer.escaped() || buffer.setting() != Coalescing::Count(policy) =>
+                {
+                    buffer.escape(policy, self.epoch.elapsed_ns())
+                }
+                Some(_) => {}
+                None => buffer.restore(),
             }
             buffer
         };
@@ -511,6 +526,14 @@ impl Aggregator {
     fn answering(lane: usize, dest: LocalityId) -> bool {
         let (slot, kind) = lane_parts(lane);
         kind == RunKind::Responses && answer::answering(slot, dest)
+    }
+
+    /// Whether `lane` to `dest` holds responses to a run of calls this
+    /// thread is handling whose caller lets them wait: they are held
+    /// under the action's patient policy (see `answer.rs`).
+    fn patient(lane: usize, dest: LocalityId) -> bool {
+        let (slot, kind) = lane_parts(lane);
+        kind == RunKind::Responses && answer::patient(slot, dest)
     }
 
     /// Whether `lane` to `dest` is for the response to a whole run of one
@@ -903,12 +926,31 @@ impl Aggregator {
                 if own.contains(&dest) {
                     return None;
                 }
-                let holds =
-                    buffer.setting() == latest || (buffer.escaped() && latest == Coalescing::Off);
-                (!holds).then_some(latest)
+                (buffer.in_force() != latest).then_some(latest)
             })
         };
         Self::send_taken(outbox, taken);
+    }
+
+    /// Says whether the calls of the action in `slot` to `dest` let their
+    /// responses wait for company at `dest` (see `answer.rs`): the frames
+    /// of calls towards it say so from the next one sent on, the one in
+    /// the making included. Nothing is flushed.
+    pub(crate) fn set_responses_wait(&self, slot: usize, dest: LocalityId, wait: bool) {
+        if self.settings.responses_wait(slot, dest) == wait {
+            // The common case, once an epoch: no change.
+            return;
+        }
+        let _changing = self.changing.lock();
+        if !self.settings.set_responses_wait(slot, dest, wait) {
+            return;
+        }
+        let lane = lane(slot, RunKind::Calls);
+        for set in &self.sets {
+            if let Some(buffer) = set.lock().get_mut(lane, dest.index()) {
+                buffer.frame.set_responses_wait(wait);
+            }
+        }
     }
 
     /// Gives `dest` the setting of the adaptive action in `slot` it has
@@ -965,8 +1007,12 @@ impl Aggregator {
                     let dests: Vec<usize> = buffers
                         .lane_mut(lane)
                         .filter_map(|(d, buffer)| {
-                            let setting = pick(LocalityId::new(d as u32), buffer)?;
+                            let dest = LocalityId::new(d as u32);
+                            let setting = pick(dest, buffer)?;
                             buffer.set(setting);
+                            buffer
+                                .frame
+                                .set_responses_wait(self.settings.responses_wait(slot, dest));
                             Some(d)
                         })
                         .collect();

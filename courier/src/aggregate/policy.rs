@@ -175,8 +175,10 @@ pub struct AdaptivePolicy {
     /// among the calls awaited with it and 1e-4 per post. The tuner
     /// sets `√(2Qα/κ)` parcels a message, and tries larger ones only
     /// below κ = 0.1, where posts also wait up to 10 ms for their buffer
-    /// to fill (awaited calls twice the time it takes to fill): a lower κ
-    /// buys larger messages with longer waits.
+    /// to fill (awaited calls twice the time it takes to fill, and at
+    /// least 1 ms where a thousand or more are awaited together, whose
+    /// responses then also wait for company): a lower κ buys larger
+    /// messages with longer waits.
     pub kappa: Option<f64>,
     /// The calls a part of a burst of awaited calls holds: a burst a
     /// worker issues (the calls it issues before it runs out of tasks)
@@ -199,6 +201,18 @@ impl AdaptivePolicy {
         kappa: None,
         split: None,
     };
+
+    /// The count policy patient responses wait under
+    /// (`aggregate/answer.rs`): as many as these bounds allow, for at most
+    /// [`PATIENT_WAIT_US`](super::answer::PATIENT_WAIT_US).
+    pub(crate) fn patient(&self) -> CountPolicy {
+        CountPolicy {
+            num_parcels: self.max_parcels,
+            interval_us: super::answer::PATIENT_WAIT_US,
+            max_bytes: self.max_bytes,
+            dimensions: 1,
+        }
+    }
 
     /// The setting buffers start from: the default count policy within
     /// these bounds.

@@ -59,6 +59,10 @@ fn split_of(policy: Option<AdaptivePolicy>) -> u32 {
 struct Table {
     default: Coalescing,
     per_destination: FxHashMap<LocalityId, Coalescing>,
+    /// The destinations whose calls of the action let their responses
+    /// wait: their tuners' phase is of calls awaited in great numbers
+    /// together (`Tuner::responses_wait`; see `answer.rs`).
+    responses_wait: FxHashSet<LocalityId>,
 }
 
 /// The settings of every action, by registry slot.
@@ -85,6 +89,7 @@ impl Settings {
                     table: RwLock::new(Table {
                         default: default.in_force(),
                         per_destination: FxHashMap::default(),
+                        responses_wait: FxHashSet::default(),
                     }),
                 }
             })
@@ -112,7 +117,8 @@ impl Settings {
     /// destination (which forgets the destinations set apart). An
     /// adaptive setting makes the action's tuner work (towards every
     /// destination, whatever `dest`) from its starting point; any other
-    /// towards every destination stops it.
+    /// towards every destination stops it. The responses to the calls
+    /// towards `dest` (or every destination) no longer wait.
     pub(crate) fn set(&self, slot: usize, dest: Option<LocalityId>, setting: Coalescing) {
         let action = &self.actions[slot];
         let mut adaptive = action.adaptive.write();
@@ -127,6 +133,9 @@ impl Settings {
             .store(adaptive.is_some(), Ordering::Relaxed);
         drop(adaptive);
         self.put(slot, dest, setting.in_force());
+        if let Some(dest) = dest {
+            self.set_responses_wait(slot, dest, false);
+        }
     }
 
     /// Puts what the action's tuner chose for `dest` in force towards it,
@@ -146,6 +155,29 @@ impl Settings {
             table.default = setting;
         });
         true
+    }
+
+    /// Says whether the calls of the action in `slot` to `dest` let their
+    /// responses wait for company at `dest` (its tuner's judgment of the
+    /// calls' κ); returns whether that changed. Until the program sets
+    /// another setting towards `dest`.
+    pub(crate) fn set_responses_wait(&self, slot: usize, dest: LocalityId, wait: bool) -> bool {
+        let mut table = self.actions[slot].table.write();
+        if wait {
+            table.responses_wait.insert(dest)
+        } else {
+            table.responses_wait.remove(&dest)
+        }
+    }
+
+    /// Whether the calls of the action in `slot` to `dest` let their
+    /// responses wait (see [`set_responses_wait`](Self::set_responses_wait)).
+    pub(crate) fn responses_wait(&self, slot: usize, dest: LocalityId) -> bool {
+        self.actions[slot]
+            .table
+            .read()
+            .responses_wait
+            .contains(&dest)
     }
 
     /// The destinations with a setting of their own for the action in
@@ -198,6 +230,7 @@ impl Settings {
             None => {
                 table.default = setting;
                 table.per_destination.clear();
+                table.responses_wait.clear();
             }
         });
     }

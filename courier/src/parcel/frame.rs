@@ -7,8 +7,8 @@ use serde::Serialize;
 use super::error::RemoteError;
 use super::wire::{
     Caller, FRAME_HEADER, FRAME_HEADROOM, KIND_PARCELS, REPLY_CALLER, REPLY_CONTINUE, REPLY_NOBODY,
-    REPLY_POST_FROM, REPLY_SOURCE, RUN_HEADER, ReplyTo, RunKind, SOURCE_OFFSET, VARINT_MAX,
-    WIRE_VERSION, put_varint, varint_len, write_varint,
+    REPLY_POST_FROM, REPLY_SOURCE, RESPONSES_WAIT, RUN_HEADER, ReplyTo, RunKind, SOURCE_OFFSET,
+    VARINT_MAX, WIRE_VERSION, put_varint, varint_len, write_varint,
 };
 use crate::ids::ActionId;
 use crate::ids::LocalityId;
@@ -104,6 +104,22 @@ impl FrameBuilder {
         self.kind
     }
 
+    /// Says whether the responses to this frame's calls may wait for
+    /// company at the responder (the run kind's [`RESPONSES_WAIT`] bit):
+    /// their caller awaits each with many others. Only a run of calls
+    /// carries it; for another kind this does nothing.
+    pub(crate) fn set_responses_wait(&mut self, wait: bool) {
+        if self.kind == RunKind::Calls {
+            self.buf[FRAME_HEADER] = RunKind::Calls as u8 | if wait { RESPONSES_WAIT } else { 0 };
+        }
+    }
+
+    /// Whether the responses to this frame's calls may wait (see
+    /// [`set_responses_wait`](Self::set_responses_wait)).
+    pub(crate) fn responses_wait(&self) -> bool {
+        self.buf[FRAME_HEADER] & RESPONSES_WAIT != 0
+    }
+
     /// The action of the run.
     pub(crate) fn action(&self) -> ActionId {
         self.action
@@ -147,6 +163,7 @@ impl FrameBuilder {
             self.action,
             PARCELS_OFFSET + tail_len,
         );
+        tail.set_responses_wait(self.responses_wait());
         tail.buf.extend_from_slice(&self.buf[mark.len..]);
         tail.count = self.count - mark.count;
         tail.payload = self.payload - mark.payload;
@@ -397,7 +414,9 @@ impl Serialize for Raw<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::wire::{Control, FrameBody, ParcelReader, Run, decode_call, decode_frame};
+    use super::super::wire::{
+        Control, DecodeError, FrameBody, ParcelReader, Run, decode_call, decode_frame,
+    };
     use super::*;
     use proptest::prelude::*;
 
@@ -543,23 +562,27 @@ mod tests {
 
     proptest! {
         #[test]
-        fn runs_round_trip(source in locality(), (kind, parcels) in run()) {
-            let frame = build(source, kind, &parcels).finish();
+        fn runs_round_trip(source in locality(), (kind, parcels) in run(), wait in any::<bool>()) {
+            let mut frame = build(source, kind, &parcels);
+            frame.set_responses_wait(wait);
+            let frame = frame.finish();
             let body = &frame[FRAME_HEADROOM..];
             let (from, decoded) = decode_frame(body).unwrap();
             prop_assert_eq!(from, source);
             let FrameBody::Parcels(mut runs) = decoded else { panic!("not a parcel frame") };
             let run = runs.next_run().unwrap().unwrap();
             prop_assert_eq!((run.kind, run.action, run.count), (kind, ActionId::from_bits(42), parcels.len() as u32));
+            prop_assert_eq!(run.responses_wait, wait && kind == RunKind::Calls, "only calls carry it");
             prop_assert_eq!(read(source, body, &run), as_read(source, &parcels));
             prop_assert!(runs.next_run().unwrap().is_none());
         }
 
         #[test]
-        fn split_frames_hold_both_halves((kind, parcels) in run(), at in any::<prop::sample::Index>()) {
+        fn split_frames_hold_both_halves((kind, parcels) in run(), at in any::<prop::sample::Index>(), wait in any::<bool>()) {
             let source = LocalityId::new(3);
             let at = at.index(parcels.len() + 1);
             let mut whole = build(source, kind, &parcels[..at]);
+            whole.set_responses_wait(wait);
             let mark = whole.mark();
             for p in &parcels[at..] {
                 let one = build(source, kind, std::slice::from_ref(p)).finish();
@@ -573,6 +596,7 @@ mod tests {
                 let (_, decoded) = decode_frame(body).unwrap();
                 let FrameBody::Parcels(mut runs) = decoded else { panic!("not a parcel frame") };
                 let run = runs.next_run().unwrap().unwrap();
+                prop_assert_eq!(run.responses_wait, wait && kind == RunKind::Calls);
                 prop_assert_eq!(read(source, body, &run), as_read(source, expected));
             }
         }
@@ -730,6 +754,26 @@ mod tests {
         let (from, body) = decode_frame(&frame[FRAME_HEADROOM..]).unwrap();
         assert_eq!(from, LocalityId::new(2));
         assert_eq!(body, FrameBody::Control(msg));
+    }
+
+    #[test]
+    fn only_a_run_of_calls_may_let_its_responses_wait() {
+        for kind in RunKind::ALL {
+            let mut frame = FrameBuilder::new(LocalityId::new(0), kind, ActionId::from_bits(1));
+            frame.set_responses_wait(true);
+            let mut bytes = frame.finish();
+            bytes[PARCELS_OFFSET - RUN_HEADER] = kind as u8 | RESPONSES_WAIT;
+            let Ok((_, FrameBody::Parcels(mut runs))) = decode_frame(&bytes[FRAME_HEADROOM..])
+            else {
+                panic!("the frame header is fine")
+            };
+            match (kind, runs.next_run()) {
+                (RunKind::Calls, Ok(Some(run))) => assert!(run.responses_wait),
+                (RunKind::Calls, other) => panic!("a run of calls may: {other:?}"),
+                (_, Err(DecodeError::Tag { what: "run", .. })) => {}
+                (_, other) => panic!("{kind:?} may not: {other:?}"),
+            }
+        }
     }
 
     #[test]

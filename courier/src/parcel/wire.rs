@@ -11,6 +11,7 @@
 //! kind 1   : control message (postcard)
 //! run      = run_kind(u8) action(u64) count(u32) len(u32) body[len]
 //! run 0    : call*count                               -- calls of `action`
+//! run 128  : call*count                               -- calls whose responses may wait
 //! run 1    : response*count                           -- results of calls of `action`
 //! run 2    : routed*count                             -- calls of `action` to forward
 //! call     = reply args_len(varint) args[args_len]
@@ -30,6 +31,11 @@
 //! (`bytes` is the encoded output) or 1 (`bytes` is an encoded
 //! [`RemoteError`]). A call's `part` says which call of a batch it is (0
 //! for a single call; see [`Runtime::call_batch`](crate::Runtime::call_batch)).
+//! A run of calls whose kind carries [`RESPONSES_WAIT`] (128) says that
+//! their caller awaits each with many others: their responses may wait
+//! for company at the responder, under its own coalescing, instead of
+//! leaving when the run has run (`aggregate/answer.rs`). No other kind
+//! carries it.
 //!
 //! A histogram update (`post` of an action taking one small integer) costs
 //! three to five bytes on the wire: the reply tag, the length and the
@@ -44,12 +50,15 @@ use super::error::RemoteError;
 
 /// Version of the frame layout; a peer speaking another version is refused
 /// at connection time and its frames would fail to decode.
-pub(crate) const WIRE_VERSION: u8 = 2;
+pub(crate) const WIRE_VERSION: u8 = 3;
 
 /// Bytes at the start of every encoded frame reserved for the transport.
 pub(crate) const FRAME_HEADROOM: usize = 4;
 
 pub(super) const KIND_PARCELS: u8 = 0;
+/// The bit of a run of calls' kind that lets their responses wait (see
+/// the module docs).
+pub(super) const RESPONSES_WAIT: u8 = 0x80;
 pub(super) const KIND_CONTROL: u8 = 1;
 
 /// Offset of the sender in an encoded frame (headroom included).
@@ -294,6 +303,9 @@ pub(crate) struct Run {
     pub(crate) kind: RunKind,
     pub(crate) action: ActionId,
     pub(crate) count: u32,
+    /// Whether the responses to these calls may wait for company at the
+    /// responder (a run of calls whose kind carries [`RESPONSES_WAIT`]).
+    pub(crate) responses_wait: bool,
     /// The body's byte range within the bytes given to [`decode_frame`].
     pub(crate) body: std::ops::Range<usize>,
 }
@@ -306,11 +318,14 @@ impl Runs<'_> {
         }
         let offset = self.r.offset;
         let tag = self.r.u8()?;
-        let kind = RunKind::from_tag(tag).ok_or(DecodeError::Tag {
-            what: "run",
-            tag,
-            offset,
-        })?;
+        let responses_wait = tag & RESPONSES_WAIT != 0;
+        let kind = RunKind::from_tag(tag & !RESPONSES_WAIT)
+            .filter(|&kind| !responses_wait || kind == RunKind::Calls)
+            .ok_or(DecodeError::Tag {
+                what: "run",
+                tag,
+                offset,
+            })?;
         let action = ActionId::from_bits(self.r.u64()?);
         let count = self.r.u32()?;
         let len = self.r.u32()? as usize;
@@ -320,6 +335,7 @@ impl Runs<'_> {
             kind,
             action,
             count,
+            responses_wait,
             body: start..start + len,
         }))
     }

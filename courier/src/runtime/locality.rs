@@ -130,6 +130,9 @@ pub(crate) struct Delivery {
     pub(super) count: u32,
     /// The run as it came, not a piece of one split between tasks.
     pub(super) whole: bool,
+    /// Whether its caller lets the responses wait for company
+    /// (`Run::responses_wait`, `aggregate/answer.rs`).
+    pub(super) patient: bool,
     /// The part of its frame's charge this run holds.
     pub(super) credit: usize,
     pub(super) work: WorkGuard,

@@ -76,7 +76,8 @@ impl Sink for Locality {
                     };
                     held += credit;
                     let body = frame.slice(run.body);
-                    self.spawn_calls(source, body, run.action, run.count, credit);
+                    let patient = run.responses_wait;
+                    self.spawn_calls(source, body, run.action, run.count, credit, patient);
                 }
                 RunKind::Responses => {
                     let count = u64::from(run.count);
@@ -171,7 +172,8 @@ impl Locality {
     }
 
     /// Runs a run of `count` calls of `action` (encoded in `body`) as one
-    /// task, through the inbox; `credit` goes back when it has run.
+    /// task, through the inbox; `credit` goes back when it has run. Its
+    /// responses are `patient` if its caller lets them wait.
     fn spawn_calls(
         &self,
         source: LocalityId,
@@ -179,6 +181,7 @@ impl Locality {
         action: crate::ids::ActionId,
         count: u32,
         credit: usize,
+        patient: bool,
     ) {
         self.deliver(Delivery {
             source,
@@ -186,6 +189,7 @@ impl Locality {
             action,
             count,
             whole: true,
+            patient,
             credit,
             work: self.start_work(),
         });
@@ -219,13 +223,14 @@ impl Locality {
             action,
             count,
             whole,
+            patient,
             credit,
             work,
         } = delivery;
         {
             let _handler = HandlerScope::enter();
             let _answers = match found {
-                Some((slot, _)) => self.answer_run(slot, source, count, whole),
+                Some((slot, _)) => self.answer_run(slot, source, count, whole, patient),
                 None => None,
             };
             let outer = label_poll(&self.sched, action_label(action));
@@ -248,7 +253,9 @@ impl Locality {
     /// `aggregate/answer.rs`): what the returned guard does when dropped.
     /// A piece of a run split between tasks keeps the buffer's setting
     /// (its responses join those of the other pieces), but where that is
-    /// off, a piece of many calls still answers them together. `None` for
+    /// off, a piece of many calls still answers them together. The
+    /// responses of a `patient` run (or piece) wait for company under a
+    /// policy of their own. `None` for
     /// an action with a static setting, and for calls of this locality's
     /// own.
     fn answer_run(
@@ -257,13 +264,14 @@ impl Locality {
         source: LocalityId,
         calls: u32,
         whole: bool,
+        patient: bool,
     ) -> Option<Answers<'_>> {
         (source != self.here && self.aggregator.adaptive(slot).is_some()).then(|| Answers {
             locality: self,
             slot,
             source,
-            whole,
-            _scope: Answering::enter(slot, source, calls, whole),
+            flush: whole && !patient,
+            _scope: Answering::enter(slot, source, calls, whole, patient),
         })
     }
 
@@ -294,6 +302,7 @@ impl Locality {
             action: delivery.action,
             count: delivery.count - keep,
             whole: false,
+            patient: delivery.patient,
             credit: rest_credit,
             work: self.start_work(),
         };
@@ -421,14 +430,16 @@ struct Answers<'a> {
     locality: &'a Locality,
     slot: usize,
     source: LocalityId,
-    /// Whether the run came whole (a piece's responses stay buffered).
-    whole: bool,
+    /// Whether they are sent when the run is done: it came whole, and
+    /// they are not patient (a piece's responses and patient ones stay
+    /// buffered).
+    flush: bool,
     _scope: Answering,
 }
 
 impl Drop for Answers<'_> {
     fn drop(&mut self) {
-        if !self.whole {
+        if !self.flush {
             return;
         }
         let locality = self.locality;

@@ -337,7 +337,10 @@ impl Loop {
                         .cost(dest)
                         .map_or(self.alpha_ns, |c| c.alpha_ns),
                 };
-                if let Some(decision) = tuner.observe(&epoch, &machine) {
+                let decision = tuner.observe(&epoch, &machine);
+                l.aggregator
+                    .set_responses_wait(slot, dest, tuner.responses_wait());
+                if let Some(decision) = decision {
                     decided = true;
                     l.aggregator.tune(l, slot, dest, decision.setting);
                     l.tuning.count_decision(slot);
