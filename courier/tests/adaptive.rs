@@ -872,6 +872,23 @@ fn padded_echo(x: u64, _padding: ByteBuf) -> u64 {
 /// Whether [`keep_busy`] goes on.
 static BUSY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Keeps [`keep_busy`] going while alive, also when a test fails (a task
+/// that never ends would keep the job from ending).
+struct Busy;
+
+impl Busy {
+    fn start() -> Busy {
+        BUSY.store(true, std::sync::atomic::Ordering::Relaxed);
+        Busy
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        BUSY.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Keeps its locality's worker from running out of tasks (whose idle
 /// flush would send what its buffers hold) while [`BUSY`] says so: spins
 /// 50 µs, lets the other tasks run, again.
@@ -898,7 +915,7 @@ fn the_responses_to_calls_awaited_thousands_together_wait_for_company() {
         .coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
     courier::launch(config, |rt| async move {
         let peer = rt.locality(1);
-        BUSY.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _busy = Busy::start();
         rt.post(peer, keep_busy, ())?;
         let messages = |l| counter(&rt, l, "/coalescing/count/messages", "padded_echo");
         let answered = || counter(&rt, 1, "/coalescing/count/flush-answered", "padded_echo");
@@ -917,11 +934,9 @@ fn the_responses_to_calls_awaited_thousands_together_wait_for_company() {
             let runs_answered = answered().await - before.2;
             rounds.push((calls, responses, runs_answered));
             if runs_answered == 0.0 && responses <= calls / 2.0 {
-                BUSY.store(false, std::sync::atomic::Ordering::Relaxed);
                 return Ok(());
             }
         }
-        BUSY.store(false, std::sync::atomic::Ordering::Relaxed);
         panic!("(messages of calls, of responses, runs answered) each round: {rounds:?}");
     })
     .unwrap();

@@ -196,9 +196,9 @@ pub(crate) enum Wait {
     /// posts ran 11 % faster with a 10 ms interval than with 1 ms or
     /// 100 µs at any count (BENCHMARKS.md, issue #15, seventeenth part).
     Longest,
-    /// As [`Fill`](Wait::Fill), but at least this many microseconds: for
-    /// calls awaited in great numbers together (`tuner::wait`).
-    AtLeast(u64),
+    /// As [`Fill`](Wait::Fill), but at least `us` microseconds: for calls
+    /// awaited in great numbers together (`tuner::wait`).
+    AtLeast { us: u64 },
 }
 
 /// The count policy holding `parcels` a message for `traffic`, within
@@ -215,16 +215,12 @@ pub(crate) fn count_policy(
         .min(by_bytes)
         .min(f64::from(bounds.max_parcels))
         .max(1.0);
+    let fill_times_us =
+        || (parcels / traffic.parcels_per_s.max(1.0) * 1e6 * FILL_TIMES_PER_INTERVAL) as u64;
     let interval_us = match wait {
-        Wait::Fill => {
-            let fill_us = parcels / traffic.parcels_per_s.max(1.0) * 1e6;
-            (fill_us * FILL_TIMES_PER_INTERVAL) as u64
-        }
+        Wait::Fill => fill_times_us(),
         Wait::Longest => INTERVAL_US.1,
-        Wait::AtLeast(floor) => {
-            let fill_us = parcels / traffic.parcels_per_s.max(1.0) * 1e6;
-            ((fill_us * FILL_TIMES_PER_INTERVAL) as u64).max(floor)
-        }
+        Wait::AtLeast { us } => fill_times_us().max(us),
     };
     CountPolicy {
         num_parcels: parcels.round() as u32,

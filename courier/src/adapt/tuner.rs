@@ -70,7 +70,7 @@ use std::fmt;
 use super::model::{
     Bounds, Machine, Traffic, Wait, best_parcels_per_message, count_policy, parcels_held,
 };
-use crate::aggregate::{Coalescing, CountPolicy};
+use crate::aggregate::{Coalescing, CountPolicy, PATIENT_WAIT_US};
 
 /// What one epoch of counters says of one action towards one destination.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -221,8 +221,7 @@ pub(crate) const RESPONSES_WAIT_KAPPA: f64 = 1e-3;
 /// not a worker, or a worker that never runs out of tasks, has no idle
 /// flush to send what its buffers hold. Calls awaited a thousand or more
 /// together (κ at most [`RESPONSES_WAIT_KAPPA`]) wait at least as long
-/// as their patient responses may
-/// ([`PATIENT_WAIT_US`](crate::aggregate::PATIENT_WAIT_US)): a sender
+/// as their patient responses may ([`PATIENT_WAIT_US`]): a sender
 /// stalled for credit then pushes nothing for a while, and twice
 /// parquet's fill time (130–170 µs) cut its rows' buffers short by the
 /// timer and sent the first row after the stall alone (BENCHMARKS.md,
@@ -231,7 +230,9 @@ fn wait(traffic: &Traffic, kappa: f64) -> Wait {
     if kappa < LATENCY_BOUND_KAPPA && !traffic.mostly_awaited() {
         Wait::Longest
     } else if kappa <= RESPONSES_WAIT_KAPPA {
-        Wait::AtLeast(crate::aggregate::PATIENT_WAIT_US)
+        Wait::AtLeast {
+            us: PATIENT_WAIT_US,
+        }
     } else {
         Wait::Fill
     }
@@ -494,13 +495,21 @@ impl Tuner {
     }
 
     /// Whether the calls of the phase in force let their responses wait
-    /// for company at the responder, under its own coalescing (see
-    /// `aggregate/answer.rs`): most of them are awaited, and their κ is
-    /// at most [`RESPONSES_WAIT_KAPPA`]. No before the first phase.
+    /// for company at the responder, under a patient policy of its own
+    /// (see `aggregate/answer.rs`): most of them are awaited, and their κ
+    /// is at most [`RESPONSES_WAIT_KAPPA`], and so is the traffic of the
+    /// epochs that may begin the next phase, if any (bursts after a
+    /// batch do not wait for it to be confirmed, 30–100 ms). False before
+    /// the first phase.
     pub(crate) fn responses_wait(&self) -> bool {
-        self.phase.is_some_and(|traffic| {
-            traffic.mostly_awaited() && self.kappa(&traffic) <= RESPONSES_WAIT_KAPPA
-        })
+        let patient = |traffic: &Traffic| {
+            traffic.mostly_awaited() && self.kappa(traffic) <= RESPONSES_WAIT_KAPPA
+        };
+        self.phase.as_ref().is_some_and(patient)
+            && self
+                .candidate
+                .as_ref()
+                .is_none_or(|candidate| patient(&candidate.mean().0))
     }
 
     /// The setting in force.
@@ -1067,17 +1076,24 @@ mod tests {
     fn calls_awaited_thousands_together_let_their_responses_wait() {
         let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         assert!(!tuner.responses_wait(), "before the first phase");
-        // 1 M calls a second, awaited 32,768 together (parquet's rows):
-        // 16,384 parcels fill in 16 ms, the count is within the bytes.
-        run(&mut tuner, awaited(1e6, 32_768.0), 0.0, 0.0, 10);
+        // 1 M rows of 1 KiB a second, awaited 32,768 together (parquet's):
+        // 64 fill a buffer's 64 KiB in 64 µs, twice that is 128 µs.
+        let rows = Traffic {
+            bytes_per_parcel: 1024.0,
+            ..awaited(1e6, 32_768.0)
+        };
+        run(&mut tuner, rows, 0.0, 0.0, 10);
         assert!(tuner.responses_wait());
         let batch = count(tuner.in_force()).expect("coalesced");
-        assert!(
-            batch.interval_us >= crate::aggregate::PATIENT_WAIT_US,
+        assert_eq!(
+            (batch.num_parcels, batch.interval_us),
+            (64, PATIENT_WAIT_US),
             "{batch:?}"
         );
-        // Into bursts of 500: a new phase, whose responses do not wait.
-        run(&mut tuner, awaited(1e6, 500.0), 0.0, 0.0, 10);
+        // Into bursts of 500: their responses do not wait from their
+        // first epoch on, before they are confirmed as a phase.
+        let bursts = epoch(awaited(1e6, 500.0), tuner.in_force(), 0.0, 0.0, 0);
+        assert_eq!(tuner.observe(&bursts, &MACHINE), None, "not yet a phase");
         assert!(!tuner.responses_wait(), "bursts after the batch");
         for (traffic, what) in [
             (awaited(1e6, 500.0), "bursts of 500"),

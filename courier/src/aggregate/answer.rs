@@ -25,8 +25,10 @@
 //! response of many, so the responses of its runs are *patient*. They
 //! wait for company across runs, under a count policy of their own
 //! ([`AdaptivePolicy::patient`](super::AdaptivePolicy)): as many as the
-//! bounds allow, for at most [`PATIENT_WAIT_US`], or until the worker
-//! runs out of tasks. Sent a run at a time, parquet's responses took a
+//! bounds allow, for about [`PATIENT_WAIT_US`] (the flush timer's, which
+//! a worker still pushing parcels may defer), or until the worker runs
+//! out of tasks. Routed calls (a 2D grid) do not carry the word: a
+//! locality that forwards them says its own. Sent a run at a time, parquet's responses took a
 //! message for each run of 64 rows: half its messages (BENCHMARKS.md,
 //! issue #15, eighteenth part).
 
@@ -34,11 +36,10 @@ use std::cell::Cell;
 
 use crate::ids::LocalityId;
 
-/// The longest a patient response waits for company (see the module
-/// docs), in microseconds: a tenth of the longest wait of posts. Within
-/// it, a responder that stays busy (so that its idle flush does not send
-/// them) delays the end of a caller's batch by at most this. A guess,
-/// tune me.
+/// How long a patient response waits for company (see the module docs),
+/// in microseconds: a tenth of the longest wait of posts. A responder
+/// that stays busy (so that its idle flush does not send them) delays
+/// the end of a caller's batch by about this. A guess, tune me.
 pub(crate) const PATIENT_WAIT_US: u64 = 1_000;
 
 /// The run of calls a thread is handling.

@@ -216,7 +216,7 @@ impl Buffer {
 
     /// The setting in force for this action and destination (the one
     /// [`set`](Self::set) last gave), also while the buffer is escaped.
-    pub(crate) fn in_force(&self) -> Coalescing {
+    pub(crate) fn setting_in_force(&self) -> Coalescing {
         self.escaped_from.unwrap_or(self.setting)
     }
 
@@ -245,7 +245,7 @@ impl Buffer {
     /// as well.
     pub(crate) fn escape(&mut self, policy: CountPolicy, now_ns: u64) {
         debug_assert!(self.frame.is_empty());
-        let from = self.in_force();
+        let from = self.setting_in_force();
         self.set(Coalescing::Count(policy));
         self.escaped_from = Some(from);
         self.last_ns = Some(now_ns);
@@ -568,7 +568,7 @@ mod tests {
         };
         buffer.escape(patient, 0);
         assert_eq!(
-            (buffer.setting(), buffer.in_force()),
+            (buffer.setting(), buffer.setting_in_force()),
             (Coalescing::Count(patient), setting)
         );
         // Past the setting's count, held by the escape's.
@@ -579,7 +579,10 @@ mod tests {
         assert!(buffer.take(Reason::Idle, 1).is_some());
         buffer.restore();
         assert!(!buffer.escaped());
-        assert_eq!((buffer.setting(), buffer.in_force()), (setting, setting));
+        assert_eq!(
+            (buffer.setting(), buffer.setting_in_force()),
+            (setting, setting)
+        );
     }
 
     #[test]

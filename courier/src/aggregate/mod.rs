@@ -337,7 +337,7 @@ impl Aggregator {
             // held under a count policy of their own.
             let escape = if patient {
                 self.settings.adaptive(slot).map(|bounds| bounds.patient())
-            } else if buffer.in_force().is_on() {
+            } else if buffer.setting_in_force().is_on() {
                 None
             } else {
                 self.escape_off(&mut buffers, on_worker, lane, dest)
@@ -926,22 +926,27 @@ impl Aggregator {
                 if own.contains(&dest) {
                     return None;
                 }
-                (buffer.in_force() != latest).then_some(latest)
+                (buffer.setting_in_force() != latest).then_some(latest)
             })
         };
         Self::send_taken(outbox, taken);
     }
 
-    /// Says whether the calls of the action in `slot` to `dest` let their
-    /// responses wait for company at `dest` (see `answer.rs`): the frames
-    /// of calls towards it say so from the next one sent on, the one in
-    /// the making included. Nothing is flushed.
+    /// Says whether the calls of the adaptive action in `slot` to `dest`
+    /// let their responses wait for company at `dest` (see `answer.rs`):
+    /// the frames of calls towards it say so from the next one sent on,
+    /// the one in the making included. Nothing is flushed. Nothing is
+    /// said if the action is no longer adaptive (the program set another
+    /// setting since its tuner judged, which took the word back).
     pub(crate) fn set_responses_wait(&self, slot: usize, dest: LocalityId, wait: bool) {
         if self.settings.responses_wait(slot, dest) == wait {
             // The common case, once an epoch: no change.
             return;
         }
         let _changing = self.changing.lock();
+        if wait && self.settings.adaptive(slot).is_none() {
+            return;
+        }
         if !self.settings.set_responses_wait(slot, dest, wait) {
             return;
         }

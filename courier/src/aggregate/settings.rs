@@ -159,8 +159,10 @@ impl Settings {
 
     /// Says whether the calls of the action in `slot` to `dest` let their
     /// responses wait for company at `dest` (its tuner's judgment of the
-    /// calls' κ); returns whether that changed. Until the program sets
-    /// another setting towards `dest`.
+    /// calls' κ); returns whether that changed. A setting the program
+    /// sets towards `dest` (or every destination) takes it back; while
+    /// the action stays adaptive, its tuner says it again at its next
+    /// epoch.
     pub(crate) fn set_responses_wait(&self, slot: usize, dest: LocalityId, wait: bool) -> bool {
         let mut table = self.actions[slot].table.write();
         if wait {
@@ -256,6 +258,23 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_setting_the_program_sets_takes_back_the_responses_wait() {
+        let (one, two) = (LocalityId::new(1), LocalityId::new(2));
+        let settings = Settings::new([Coalescing::Adaptive(AdaptivePolicy::DEFAULT)]);
+        assert!(!settings.responses_wait(0, one));
+        assert!(settings.set_responses_wait(0, one, true));
+        assert!(settings.set_responses_wait(0, two, true));
+        assert!(!settings.set_responses_wait(0, two, true), "no change");
+        // Pinned (the tuner's first traffic): kept.
+        settings.pin(0, one, Coalescing::default());
+        assert!(settings.responses_wait(0, one));
+        settings.set(0, Some(one), Coalescing::Off);
+        assert!(!settings.responses_wait(0, one) && settings.responses_wait(0, two));
+        settings.set(0, None, Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+        assert!(!settings.responses_wait(0, two), "every destination's");
+    }
 
     #[test]
     fn an_adaptive_action_splits_its_bursts_as_its_policy_says() {

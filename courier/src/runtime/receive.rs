@@ -424,8 +424,10 @@ impl Locality {
     }
 }
 
-/// The responses to a run of calls, sent together when the run is done
-/// (also when unwinding: none is left in a buffer without a timer).
+/// The scope of a run of calls whose responses follow the caller's
+/// coalescing: sent together when the run is done (also when unwinding:
+/// none is left in a buffer without a timer), unless they are a piece's
+/// or patient.
 struct Answers<'a> {
     locality: &'a Locality,
     slot: usize,
