@@ -25,9 +25,10 @@
 //! response of many, so the responses of its runs are *patient*. They
 //! wait for company across runs, under a count policy of their own
 //! ([`AdaptivePolicy::patient`](super::AdaptivePolicy)): as many as the
-//! bounds allow, for about [`PATIENT_WAIT_US`] (the flush timer's, which
-//! a worker still pushing parcels may defer), or until the worker runs
-//! out of tasks. Routed calls (a 2D grid) do not carry the word: a
+//! bounds allow, for about [`PATIENT_WAIT_US`] or the interval of the
+//! setting in force towards the caller, whichever is longer (the flush
+//! timer's, which a worker still pushing parcels may defer), or until
+//! the worker runs out of tasks. Routed calls (a 2D grid) do not carry the word: a
 //! locality that forwards them says its own. Sent a run at a time, parquet's responses took a
 //! message for each run of 64 rows: half its messages (BENCHMARKS.md,
 //! issue #15, eighteenth part).

@@ -330,32 +330,12 @@ impl Aggregator {
             );
         }
         let patient = Self::patient(lane, dest);
-        let buffer = if buffer.setting().is_on() && !buffer.escaped() && !patient {
-            buffer
-        } else {
-            // Patient responses, or what comes together under off, are
-            // held under a count policy of their own.
-            let escape = if patient {
-                self.settings.adaptive(slot).map(|bounds| bounds.patient())
-            } else if buffer.setting_in_force().is_on() {
-                None
-            } else {
-                self.escape_off(&mut buffers, on_worker, lane, dest)
-            };
-            let buffer = buffers
-                .get_mut(lane, dest.index())
-                .unwrap_or_else(|| unreachable!("the buffer was just made"));
-            match escape {
-                Some(policy)
-                    if !buffer.escaped() || buffer.setting() != Coalescing::Count(policy) =>
-                {
-                    buffer.escape(policy, self.epoch.elapsed_ns())
-                }
-                Some(_) => {}
-                None => buffer.restore(),
-            }
-            buffer
-        };
+        if !buffer.setting().is_on() || buffer.escaped() || patient {
+            self.escape_or_restore(&mut buffers, on_worker, slot, lane, dest, patient);
+        }
+        let buffer = buffers
+            .get_mut(lane, dest.index())
+            .unwrap_or_else(|| unreachable!("the buffer was just made"));
         // The response to a run of one call leaves at once, alone, without
         // the buffer (`answer.rs`).
         let alone = Self::answering_alone(lane, dest);
@@ -394,6 +374,47 @@ impl Aggregator {
             parcel_bytes,
             true,
         )
+    }
+
+    /// Holds the parcels into the empty buffer of `lane` to `dest` under a
+    /// count policy of their own where they are patient responses
+    /// ([`AdaptivePolicy::patient`]) or come together under off
+    /// ([`escape_off`](Self::escape_off)), and under the setting in force
+    /// otherwise (ending an escape). Out of line: the push path's common
+    /// case never comes here.
+    #[inline(never)]
+    fn escape_or_restore(
+        &self,
+        buffers: &mut Locked<'_>,
+        on_worker: bool,
+        slot: usize,
+        lane: usize,
+        dest: LocalityId,
+        patient: bool,
+    ) {
+        let in_force = match buffers.get_mut(lane, dest.index()) {
+            Some(buffer) => buffer.setting_in_force(),
+            None => return,
+        };
+        let escape = if patient {
+            self.settings
+                .adaptive(slot)
+                .map(|bounds| bounds.patient(in_force))
+        } else if in_force.is_on() {
+            None
+        } else {
+            self.escape_off(buffers, on_worker, lane, dest)
+        };
+        let Some(buffer) = buffers.get_mut(lane, dest.index()) else {
+            return;
+        };
+        match escape {
+            Some(policy) if !buffer.escaped() || buffer.setting() != Coalescing::Count(policy) => {
+                buffer.escape(policy, self.epoch.elapsed_ns())
+            }
+            Some(_) => {}
+            None => buffer.restore(),
+        }
     }
 
     /// The count policy under which the parcels into an empty buffer of an

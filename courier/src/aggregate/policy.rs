@@ -203,12 +203,19 @@ impl AdaptivePolicy {
     };
 
     /// The count policy patient responses wait under
-    /// (`aggregate/answer.rs`): as many as these bounds allow, for at most
-    /// [`PATIENT_WAIT_US`](super::answer::PATIENT_WAIT_US).
-    pub(crate) fn patient(&self) -> CountPolicy {
+    /// (`aggregate/answer.rs`) where `in_force` is the action's setting
+    /// towards their caller: as many as these bounds allow, for
+    /// [`PATIENT_WAIT_US`](super::answer::PATIENT_WAIT_US) or the
+    /// interval in force, whichever is longer.
+    pub(crate) fn patient(&self, in_force: Coalescing) -> CountPolicy {
+        let in_force_us = match in_force {
+            Coalescing::Count(p) => p.interval_us,
+            Coalescing::Bytes(p) => p.timeout_us,
+            Coalescing::Off | Coalescing::Adaptive(_) => 0,
+        };
         CountPolicy {
             num_parcels: self.max_parcels,
-            interval_us: super::answer::PATIENT_WAIT_US,
+            interval_us: in_force_us.max(super::answer::PATIENT_WAIT_US),
             max_bytes: self.max_bytes,
             dimensions: 1,
         }
@@ -657,6 +664,31 @@ mod tests {
             Some(Reason::Cutoff)
         );
         assert_eq!(p.wait(), Duration::from_micros(10));
+    }
+
+    #[test]
+    fn patient_responses_wait_a_millisecond_or_the_interval_in_force_whichever_is_longer() {
+        let bounds = AdaptivePolicy::DEFAULT;
+        let count = |interval_us| {
+            Coalescing::Count(CountPolicy {
+                interval_us,
+                ..CountPolicy::DEFAULT
+            })
+        };
+        let patient = bounds.patient(count(130));
+        assert_eq!(
+            (patient.num_parcels, patient.max_bytes, patient.interval_us),
+            (
+                bounds.max_parcels,
+                bounds.max_bytes,
+                super::super::answer::PATIENT_WAIT_US
+            )
+        );
+        assert_eq!(bounds.patient(count(3_600)).interval_us, 3_600);
+        assert_eq!(
+            bounds.patient(Coalescing::Off).interval_us,
+            super::super::answer::PATIENT_WAIT_US
+        );
     }
 
     #[test]

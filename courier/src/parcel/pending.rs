@@ -610,7 +610,12 @@ pub(crate) struct Completer<'a> {
 
 impl Completer<'_> {
     /// Completes `part` of `request`; returns false if no such call is
-    /// pending (a duplicate or forged response).
+    /// pending (a duplicate or forged response). Never inlined: inlined
+    /// into the receive path's frame handler (`runtime/receive.rs`),
+    /// which it was after a change there of a few lines, the two took
+    /// 9.5 % of ig's samples against 6.8 % apart, and ig and toy ran
+    /// 3–5 % slower (BENCHMARKS.md, issue #15, nineteenth part).
+    #[inline(never)]
     pub(crate) fn complete(&mut self, request: u64, part: u32, response: Response<'_>) -> bool {
         let (shard, index, generation) = split_id(request);
         let guard = match &mut self.shard {
