@@ -65,6 +65,22 @@ struct Table {
     responses_wait: FxHashSet<LocalityId>,
 }
 
+impl Table {
+    /// Puts `setting` in force towards `dest`, or towards every
+    /// destination (which forgets the destinations set apart).
+    fn put(&mut self, dest: Option<LocalityId>, setting: Coalescing) {
+        match dest {
+            Some(dest) => {
+                self.per_destination.insert(dest, setting);
+            }
+            None => {
+                self.default = setting;
+                self.per_destination.clear();
+            }
+        }
+    }
+}
+
 /// The settings of every action, by registry slot.
 #[derive(Debug)]
 pub(crate) struct Settings {
@@ -132,10 +148,16 @@ impl Settings {
             .is_adaptive
             .store(adaptive.is_some(), Ordering::Relaxed);
         drop(adaptive);
-        self.put(slot, dest, setting.in_force());
-        if let Some(dest) = dest {
-            self.set_responses_wait(slot, dest, false);
-        }
+        self.change(slot, |table| {
+            table.put(dest, setting.in_force());
+            // The program's setting takes back the word the tuners gave.
+            match dest {
+                Some(dest) => {
+                    table.responses_wait.remove(&dest);
+                }
+                None => table.responses_wait.clear(),
+            }
+        });
     }
 
     /// Puts what the action's tuner chose for `dest` in force towards it,
@@ -193,7 +215,7 @@ impl Settings {
     /// `setting`: the setting of destinations without one, which later
     /// decisions for others move, no longer applies to it.
     pub(crate) fn pin(&self, slot: usize, dest: LocalityId, setting: Coalescing) {
-        self.put(slot, Some(dest), setting);
+        self.change(slot, |table| table.put(Some(dest), setting));
     }
 
     /// How the action in `slot` splits its bursts of awaited calls: two
@@ -222,19 +244,6 @@ impl Settings {
     /// The number of actions.
     pub(crate) fn len(&self) -> usize {
         self.actions.len()
-    }
-
-    fn put(&self, slot: usize, dest: Option<LocalityId>, setting: Coalescing) {
-        self.change(slot, |table| match dest {
-            Some(dest) => {
-                table.per_destination.insert(dest, setting);
-            }
-            None => {
-                table.default = setting;
-                table.per_destination.clear();
-                table.responses_wait.clear();
-            }
-        });
     }
 
     /// Changes the table of the action in `slot` by `change`, and whether
