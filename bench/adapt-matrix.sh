@@ -2,7 +2,8 @@
 # The workload matrix of issue #15 (adaptive coalescing): every workload
 # below, on 2 localities over TCP, under every coalescing SPEC of a list,
 # RUNS invocations each, interleaved (round after round over the workloads
-# and the settings, so that the machine's drift spreads over all of them),
+# and the settings, so that the machine's drift spreads over all of them;
+# each round starts the settings one later, so that none always runs first),
 # then a summary: per workload × setting the median, min, max and spread,
 # each setting's cost against the best, and the decisions of adaptive
 # coalescing per phase where the app reports them (toy, toyphases, parquet).

@@ -53,7 +53,9 @@ enum Command {
         /// grid is their product).
         #[arg(long = "param", value_name = "NAME=V1,V2,...", required = true)]
         params: Vec<sweep::Param>,
-        /// Runs per grid point.
+        /// Runs per grid point, round after round over the grid; each round
+        /// starts the last parameter's values one later (the last is what a
+        /// sweep compares: none of its values always runs first).
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
         runs: u32,
         /// The CSV file to write (rewritten after every run).

@@ -1,7 +1,8 @@
 //! `courier sweep`: runs a program over a grid of parameters, several runs
 //! per point (round after round over the grid, so that the machine's drift
-//! spreads over every point), and writes every phase line it prints to one
-//! CSV file.
+//! spreads over every point, each round starting the last parameter's
+//! values one later), and writes every phase line it prints to one CSV
+//! file.
 //!
 //! The program's arguments may hold `{NAME}` placeholders, replaced by the
 //! value of parameter `NAME` at each grid point. A phase line is what the
@@ -191,9 +192,13 @@ impl Sweep {
         );
         let mut rows: Vec<Row> = Vec::new();
         // Round after round over the whole grid, so that the machine's
-        // drift spreads over every point instead of biasing some.
+        // drift spreads over every point instead of biasing some; each
+        // round starts the last parameter one value later, so that no
+        // value always runs first or after the same neighbour.
         for run in 1..=self.runs {
-            for point in &points {
+            let last = self.params.last().map_or(1, |p| p.values.len());
+            for index in round_order(points.len(), last, run) {
+                let point = &points[index];
                 let label: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let label = label.join(" ");
                 let program: Vec<OsString> =
@@ -230,6 +235,24 @@ impl Sweep {
     }
 }
 
+/// The order in which round `run` (from 1) visits a grid of `points`
+/// points whose last parameter has `last` values (it varies fastest, see
+/// [`grid`]): block after block of the other parameters' values, and in
+/// each block the last parameter's values from its `run - 1`-th (modulo
+/// `last`), wrapping around. The last parameter is what a sweep compares
+/// (the settings of `bench/adapt-matrix.sh`): over `last` rounds, each of
+/// its values runs once in each place of a block, so that one that runs
+/// first (on a machine just woken) or after a heavy neighbour does so in
+/// one round only.
+fn round_order(points: usize, last: usize, run: u32) -> impl Iterator<Item = usize> {
+    let last = last.clamp(1, points.max(1));
+    let start = run.saturating_sub(1) as usize % last;
+    (0..points).map(move |i| {
+        let block = i - i % last;
+        block + (start + i % last) % last
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,6 +271,24 @@ mod tests {
         );
         assert!("a".parse::<Param>().is_err());
         assert!("a=".parse::<Param>().is_err());
+    }
+
+    #[test]
+    fn each_round_starts_the_last_parameter_one_value_later() {
+        // Two values of the first parameter, three of the last.
+        let order = |run| round_order(6, 3, run).collect::<Vec<_>>();
+        assert_eq!(order(1), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(order(2), [1, 2, 0, 4, 5, 3]);
+        assert_eq!(order(3), [2, 0, 1, 5, 3, 4]);
+        assert_eq!(order(4), order(1));
+        // Over three rounds, each value of the last runs once in each place.
+        for place in 0..6 {
+            let mut at: Vec<usize> = (1..=3).map(|run| order(run)[place] % 3).collect();
+            at.sort_unstable();
+            assert_eq!(at, [0, 1, 2], "place {place}");
+        }
+        assert_eq!(round_order(0, 0, 5).count(), 0);
+        assert_eq!(round_order(2, 1, 2).collect::<Vec<_>>(), [0, 1]);
     }
 
     #[test]
@@ -286,7 +327,9 @@ mod tests {
         assert_eq!(lines[0], "v,run,phase,seconds,x");
         assert_eq!(lines[1], "1,1,1,1,\"\"\"a,b\"\"\"");
         assert_eq!(lines[2], "2,1,1,2,\"\"\"a,b\"\"\"");
-        assert_eq!(lines[4], "2,2,1,2,\"\"\"a,b\"\"\"");
+        // The second round starts at the second point.
+        assert_eq!(lines[3], "2,2,1,2,\"\"\"a,b\"\"\"");
+        assert_eq!(lines[4], "1,2,1,1,\"\"\"a,b\"\"\"");
         let failing = Sweep {
             program: ["sh", "-c", "echo oops >&2; exit 3"]
                 .iter()
