@@ -110,20 +110,27 @@ pub(crate) struct Machine {
 }
 
 /// The cost of an awaited call on a burst's way that splitting the burst
-/// overlaps (issuing it, answering it), against which a message's α sizes
-/// the parts (`Aggregator::split_parcels`: √(n·α/c) calls a part for a
-/// burst of n). Measured on toy's bursts of 500 after a batch over
-/// loopback TCP (α 3–6 µs) with α/c fixed: 15, 30 and 60 (parts of 87 to
-/// 173) came within 2 % of each other, 120 (two parts) 3 % behind them,
-/// whole bursts 7 % (BENCHMARKS.md, issue #15, fifteenth part). A guess
-/// that puts α/c at 30–60 there, tune me.
+/// overlaps (issuing it, answering it), against which a part's messages
+/// size the parts (`Aggregator::split_parcels`: √(n·2α/c) calls a part
+/// for a burst of n). Measured on toy's bursts of 500 after a batch over
+/// loopback TCP (α 3–6 µs) with the ratio fixed: 15, 30 and 60 (parts of
+/// 87 to 173) came within 2 % of each other, 120 (two parts) 3 % behind
+/// them, whole bursts 7 % (BENCHMARKS.md, issue #15, fifteenth part),
+/// where a later session found two parts 3–4 % ahead of three (twentieth
+/// part). A guess, tune me.
 pub(crate) const SPLIT_PARCEL_NS: f64 = 100.0;
 
+/// The messages a part of a split burst costs on the burst's way: its
+/// calls' to the destination and its responses' back, each α (the
+/// fifteenth part's model counted the first only).
+const MESSAGES_A_PART: f64 = 2.0;
+
 impl Machine {
-    /// α over [`SPLIT_PARCEL_NS`]: what sizes the parts a burst of awaited
-    /// calls is split into on this machine.
+    /// A part's messages (`MESSAGES_A_PART` times α) over
+    /// [`SPLIT_PARCEL_NS`]: what sizes the parts a burst of awaited calls
+    /// is split into on this machine.
     pub(crate) fn split_ratio(&self) -> f64 {
-        self.alpha_ns / SPLIT_PARCEL_NS
+        MESSAGES_A_PART * self.alpha_ns / SPLIT_PARCEL_NS
     }
 }
 
@@ -272,6 +279,14 @@ mod tests {
         let cost = |n: f64| 7_000.0 / n + KAPPA_POSTS * n / (2.0 * q);
         assert!(cost(n) < cost(n * 1.1) && cost(n) < cost(n / 1.1));
         assert!(n < 2.0 * q * 7_000.0 / KAPPA_POSTS);
+    }
+
+    #[test]
+    fn a_part_of_a_burst_costs_a_message_each_way() {
+        // Loopback TCP's 5 µs a message, a part's two over 100 ns a call:
+        // a burst of 500 in √(500/100) ≈ 2 parts (`set::split_parcels`).
+        assert_eq!(Machine { alpha_ns: 5_000.0 }.split_ratio(), 100.0);
+        assert_eq!(Machine { alpha_ns: 60.0 }.split_ratio(), 1.2);
     }
 
     #[test]

@@ -452,13 +452,14 @@ impl Aggregator {
     /// meanwhile (`u32::MAX`: whole, at the setting's count; the action's
     /// `AdaptivePolicy::split` may set it). A burst of `n` calls sent in
     /// `k` parts takes about `n·c/k` (issuing the first part, at a cost
-    /// `c` a call) plus the destination's work on all `n`, plus `k·α` (a
-    /// message's cost on the way): least at `k = √(n·c/α)`, parts of
-    /// `√(n·α/c)` calls (`set::split_parcels`, with `α/c` the tuning
-    /// loop's, [`set_split_ratio`](Self::set_split_ratio)). The burst is
+    /// `c` a call) plus the destination's work on all `n`, plus `k·2α`
+    /// (a part's messages on the way: its calls', and its responses' back):
+    /// least at `k = √(n·c/2α)`, parts of `√(n·2α/c)` calls
+    /// (`set::split_parcels`, with `2α/c` the tuning loop's,
+    /// [`set_split_ratio`](Self::set_split_ratio)). The burst is
     /// the worker's last one (between its last two idle points) or the one
     /// it has open, whichever is larger: a batch of 400,000 calls after
-    /// bursts of 500 begins in parts of 125–167, which grow with it to a
+    /// bursts of 500 begins in parts of 250, which grow with it to a
     /// few thousand; a worker kept busy by tasks that each await a call
     /// counts its calls between idle points as one burst, and sends them
     /// in parts of its square root (BENCHMARKS.md, issue #15, fifteenth
@@ -474,8 +475,9 @@ impl Aggregator {
         }
     }
 
-    /// Sets `α/c`, the cost of a message over that of a call on a burst's
-    /// way, which sizes the parts a burst of awaited calls is split into
+    /// Sets `2α/c`, the cost of a part's messages (one each way) over that
+    /// of a call on a burst's way, which sizes the parts a burst of
+    /// awaited calls is split into
     /// (see [`split_parcels`](Self::split_parcels)); a ratio not above 0,
     /// or not a number, sends bursts whole (`set::split_parcels` judges
     /// it).

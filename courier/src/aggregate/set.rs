@@ -147,7 +147,7 @@ fn open_burst(total: u64, idle_mark: u64, poll_mark: u64) -> u64 {
 pub(crate) const MIN_SPLIT_PARCELS: u32 = 64;
 
 /// The calls a part of a burst of `burst` awaited calls holds when a
-/// message costs `ratio` times a call: the burst split into
+/// part's messages cost `ratio` times a call: the burst split into
 /// `k = √(burst/ratio)` parts (to the nearest whole number) of
 /// `⌈burst/k⌉` calls, the last one the rest, and at least
 /// [`MIN_SPLIT_PARCELS`]. `u32::MAX` (the burst whole) below two parts
@@ -391,7 +391,9 @@ mod tests {
 
     #[test]
     fn a_burst_is_split_into_the_square_root_of_its_calls_over_the_ratio_parts() {
-        // 500 calls at α/c = 50: √10 ≈ 3 parts of 167; at 30, 4 of 125.
+        // 500 calls at 2α/c = 100 (α = 5 µs): √5 ≈ 2 parts of 250; at
+        // 50, √10 ≈ 3 of 167; at 30, 4 of 125.
+        assert_eq!(split_parcels(500, 100.0), 250);
         assert_eq!(split_parcels(500, 50.0), 167);
         assert_eq!(split_parcels(500, 30.0), 125);
         // A batch of 400,000: 89 parts of 4,495.
