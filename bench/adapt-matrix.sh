@@ -171,6 +171,16 @@ def vs_on(w, s):
          for k in sample if k[0] == w and k[1] == s and (w, "on", k[2]) in sample]
     return (statistics.median(r), min(r), max(r)) if r else None
 
+def vs_best(w, s, b):
+    """Paired cost against the best static setting `b`: per round, how
+    many times longer the same work took under `s` than under `b` in the
+    same round (>1: worse); median, min, max. Unlike the ratio of the
+    medians, it leaves out the drift between rounds."""
+    hi = meta[w][1] == "higher"
+    r = [(sample[(w, b, k[2])] / sample[k]) if hi else (sample[k] / sample[(w, b, k[2])])
+         for k in sample if k[0] == w and k[1] == s and (w, b, k[2]) in sample]
+    return (statistics.median(r), min(r), max(r)) if r else None
+
 def fmt_on(t):
     return f"{t[0]:.2f} [{t[1]:.2f}, {t[2]:.2f}]" if t else "–"
 
@@ -222,8 +232,10 @@ focus = [s for s in spec_order if not is_static(s)]
 cols = ["on", "off"] + focus
 head = ["workload", "metric", "best static (spec)", "best static", "its paired gain over on"] + cols
 mat = ["# Matrix: median [min, max] of the invocations; (×N) = cost against the best static",
-       "# (how many times longer the same work takes); paired gain over on = per round, the",
-       "# setting's performance over on's in the same round (>1: better), median [min, max]",
+       "# (how many times longer the same work takes); for adaptive settings also paired ×N",
+       "# [min, max]: per round, that cost against the best static's run of the same round,",
+       "# median [min, max]; paired gain over on = per round, the setting's performance over",
+       "# on's in the same round (>1: better), median [min, max]",
        "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 for w in workloads:
     metric, better = meta[w]
@@ -238,7 +250,9 @@ for w in workloads:
             continue
         m = statistics.median(v)
         c = (b[1] / m) if hi else (m / b[1])
-        cell.append(f"{m:.4g} [{min(v):.4g}, {max(v):.4g}] (×{c:.2f})")
+        paired = vs_best(w, s, b[0]) if s in focus else None
+        paired = f"; paired ×{paired[0]:.2f} [{paired[1]:.2f}, {paired[2]:.2f}]" if paired else ""
+        cell.append(f"{m:.4g} [{min(v):.4g}, {max(v):.4g}] (×{c:.2f}{paired})")
     mat.append("| " + " | ".join(cell) + " |")
 loads = [float(r["load1"]) for r in rows if r.get("load1") not in (None, "", "nan")]
 if loads:
