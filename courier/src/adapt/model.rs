@@ -116,7 +116,7 @@ pub(crate) struct Machine {
 /// loopback TCP (α 3–6 µs) with the ratio fixed: 15, 30 and 60 (parts of
 /// 87 to 173) came within 2 % of each other, 120 (two parts) 3 % behind
 /// them, whole bursts 7 % (BENCHMARKS.md, issue #15, fifteenth part),
-/// where a later session found two parts 3–4 % ahead of three (twentieth
+/// where a later session found two parts 2–10 % ahead of three (twentieth
 /// part). A guess, tune me.
 pub(crate) const SPLIT_PARCEL_NS: f64 = 100.0;
 

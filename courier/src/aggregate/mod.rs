@@ -477,10 +477,9 @@ impl Aggregator {
 
     /// Sets `2α/c`, the cost of a part's messages (one each way) over that
     /// of a call on a burst's way, which sizes the parts a burst of
-    /// awaited calls is split into
-    /// (see [`split_parcels`](Self::split_parcels)); a ratio not above 0,
-    /// or not a number, sends bursts whole (`set::split_parcels` judges
-    /// it).
+    /// awaited calls is split into (see
+    /// [`split_parcels`](Self::split_parcels)); a ratio not above 0, or not
+    /// a number, sends bursts whole (`set::split_parcels` judges it).
     pub(crate) fn set_split_ratio(&self, ratio: f64) {
         self.split_ratio.store(ratio.to_bits(), Ordering::Relaxed);
     }

@@ -187,9 +187,9 @@ pub struct AdaptivePolicy {
     /// model's, about `√(n·2α/c)` calls a part for a burst of `n` (α the
     /// cost of a message the tuner measures, two a part: its calls' and
     /// its responses'; `c` = 100 ns the cost of a call on the burst's
-    /// way), at least 64; `Some(0)`: bursts leave
-    /// whole (at the count in force); `Some(k)`: parts of `k` calls. A
-    /// part never holds more than the count in force.
+    /// way), at least 64; `Some(0)`: bursts leave whole (at the count in
+    /// force); `Some(k)`: parts of `k` calls. A part never holds more
+    /// than the count in force.
     pub split: Option<u32>,
 }
 
