@@ -99,6 +99,15 @@ impl Drop for Answering {
     }
 }
 
+/// Whether the responses to a run of calls (`whole`, or a piece of one
+/// split between tasks) leave when it is done: a whole run's that are not
+/// `patient`. A piece's responses join those of the other pieces in the
+/// buffer; patient ones wait for company there.
+#[inline]
+pub(crate) fn sent_when_done(whole: bool, patient: bool) -> bool {
+    whole && !patient
+}
+
 /// The run this thread is answering, if it is of the action in `slot`
 /// from `dest`.
 #[inline]
@@ -113,7 +122,7 @@ fn run_for(slot: usize, dest: LocalityId) -> Option<Run> {
 /// the run is done.
 #[inline]
 pub(crate) fn answering(slot: usize, dest: LocalityId) -> bool {
-    run_for(slot, dest).is_some_and(|run| run.whole && !run.patient)
+    run_for(slot, dest).is_some_and(|run| sent_when_done(run.whole, run.patient))
 }
 
 /// Whether a response of the action in `slot` to `dest` answers a whole

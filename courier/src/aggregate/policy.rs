@@ -209,11 +209,9 @@ impl AdaptivePolicy {
     /// [`PATIENT_WAIT_US`](super::answer::PATIENT_WAIT_US) or the
     /// interval in force, whichever is longer.
     pub(crate) fn patient(&self, in_force: Coalescing) -> CountPolicy {
-        let in_force_us = match in_force {
-            Coalescing::Count(p) => p.interval_us,
-            Coalescing::Bytes(p) => p.timeout_us,
-            Coalescing::Off | Coalescing::Adaptive(_) => 0,
-        };
+        let in_force_us = in_force.policy().map_or(0, |p| {
+            u64::try_from(p.wait().as_micros()).unwrap_or(u64::MAX)
+        });
         CountPolicy {
             num_parcels: self.max_parcels,
             interval_us: in_force_us.max(super::answer::PATIENT_WAIT_US),

@@ -20,7 +20,7 @@ use super::credit::HandlerScope;
 use super::locality::{Delivery, Locality, report};
 use super::watchdog::action_label;
 use crate::action::{ActionEntry, CallSite, registry};
-use crate::aggregate::Answering;
+use crate::aggregate::{Answering, sent_when_done};
 use crate::clock::{clock, timed};
 use crate::ids::LocalityId;
 use crate::parcel::{
@@ -270,7 +270,7 @@ impl Locality {
             locality: self,
             slot,
             source,
-            flush: whole && !patient,
+            flush: sent_when_done(whole, patient),
             _scope: Answering::enter(slot, source, calls, whole, patient),
         })
     }
