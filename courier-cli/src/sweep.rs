@@ -195,8 +195,8 @@ impl Sweep {
         // drift spreads over every point instead of biasing some; each
         // round starts the last parameter one value later, so that no
         // value always runs first or after the same neighbour.
+        let last = self.params.last().map_or(1, |p| p.values.len());
         for run in 1..=self.runs {
-            let last = self.params.last().map_or(1, |p| p.values.len());
             for index in round_order(points.len(), last, run) {
                 let point = &points[index];
                 let label: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
