@@ -163,23 +163,26 @@ for (w, s, run), vals in inv.items():
     cells[(w, s)].append(statistics.median(vals))
 sample = {k: statistics.median(v) for k, v in inv.items()}
 
+def costs(w, s, b):
+    """Per round, how many times longer the same work took under `s` than
+    under `b` in the same round (>1: `s` is worse)."""
+    hi = meta[w][1] == "higher"
+    return [(sample[(w, b, k[2])] / sample[k]) if hi else (sample[k] / sample[(w, b, k[2])])
+            for k in sample if k[0] == w and k[1] == s and (w, b, k[2]) in sample]
+
+def med_range(r):
+    return (statistics.median(r), min(r), max(r)) if r else None
+
 def vs_on(w, s):
     """Paired gain over `on`: per round, the setting's performance over
     `on`'s in the same round (>1: better than on); median, min, max."""
-    hi = meta[w][1] == "higher"
-    r = [(sample[k] / sample[(w, "on", k[2])]) if hi else (sample[(w, "on", k[2])] / sample[k])
-         for k in sample if k[0] == w and k[1] == s and (w, "on", k[2]) in sample]
-    return (statistics.median(r), min(r), max(r)) if r else None
+    return med_range([1 / c for c in costs(w, s, "on")])
 
 def vs_best(w, s, b):
-    """Paired cost against the best static setting `b`: per round, how
-    many times longer the same work took under `s` than under `b` in the
-    same round (>1: worse); median, min, max. Unlike the ratio of the
-    medians, it leaves out the drift between rounds."""
-    hi = meta[w][1] == "higher"
-    r = [(sample[(w, b, k[2])] / sample[k]) if hi else (sample[k] / sample[(w, b, k[2])])
-         for k in sample if k[0] == w and k[1] == s and (w, b, k[2]) in sample]
-    return (statistics.median(r), min(r), max(r)) if r else None
+    """Paired cost against the best static setting `b` (>1: worse), per
+    round; median, min, max. Unlike the ratio of the medians, it leaves
+    out the drift between rounds."""
+    return med_range(costs(w, s, b))
 
 def fmt_on(t):
     return f"{t[0]:.2f} [{t[1]:.2f}, {t[2]:.2f}]" if t else "–"
