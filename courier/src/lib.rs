@@ -86,8 +86,8 @@ pub use ids::{ActionId, LocalityId};
 #[cfg(feature = "cli")]
 pub use launch::RuntimeArgs;
 pub use launch::{
-    Config, DEFAULT_MAX_FRAME_BYTES, MpiProgress, TransportKind, launch, launch_spmd, launcher,
-    report_to_stderr,
+    Bind, Config, DEFAULT_MAX_FRAME_BYTES, MpiProgress, TransportKind, launch, launch_spmd,
+    launcher, report_to_stderr,
 };
 pub use parcel::{
     BatchFuture, CallError, CallFuture, DEFAULT_PACK_BELOW, MAX_UNIT_SLOTS, SegmentFull,

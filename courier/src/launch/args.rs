@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{Config, TransportKind};
+use super::{Bind, Config, TransportKind};
 use crate::aggregate::Coalescing;
 use crate::counters::CounterFormat;
 
@@ -43,6 +43,9 @@ pub struct RuntimeArgs {
     /// Worker threads per locality [default: cores ÷ localities on this host].
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// Keep each worker thread on a CPU of its own [default: auto, or COURIER_BIND].
+    #[arg(long, value_enum)]
+    pub bind: Option<Bind>,
     /// IP address to listen on and advertise [default: 127.0.0.1].
     #[arg(long, value_name = "IP")]
     pub listen: Option<IpAddr>,
@@ -146,6 +149,9 @@ impl RuntimeArgs {
         }
         if let Some(w) = self.workers {
             config = config.workers(w);
+        }
+        if let Some(b) = self.bind {
+            config = config.bind(b);
         }
         if let Some(ip) = self.listen {
             config = config.listen(ip);

@@ -103,6 +103,88 @@ impl FromStr for MpiProgress {
     }
 }
 
+/// Whether each worker thread is kept on a CPU of its own
+/// (`COURIER_BIND`, `--bind`; HPX's `--hpx:bind`).
+///
+/// Left to the OS, two localities of a host that answer each other's
+/// messages tend to share one CPU while the other idles (Linux puts a
+/// woken thread on its waker's CPU). Bound, each worker of the host has
+/// a CPU of its own from those the process may use, in turn across the
+/// host's localities: locality `i` of the host, with `w` workers, takes
+/// the CPUs `i·w` to `i·w + w − 1` of its mask. Only worker threads are
+/// bound; the rest (timer, monitor, the caller's own threads) go where
+/// the OS puts them.
+///
+/// ```
+/// use courier::{Bind, Config};
+///
+/// let config = Config::new().bind(Bind::Cores);
+/// assert_eq!("none".parse::<Bind>().unwrap(), Bind::None);
+/// # let _ = config;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[non_exhaustive]
+pub enum Bind {
+    /// [`Cores`](Bind::Cores) where that gives every worker of the host a
+    /// CPU of its own and Courier knows the locality's place among the
+    /// host's (one-host TCP jobs, MPI jobs), [`None`](Bind::None) otherwise:
+    /// with more workers than CPUs, or under the in-process transport
+    /// (whose localities share the process with others, such as tests).
+    #[default]
+    Auto,
+    /// Every worker on a CPU of its own, around again when there are more
+    /// workers than CPUs.
+    Cores,
+    /// Where the OS puts them.
+    None,
+}
+
+impl FromStr for Bind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "auto" => Ok(Bind::Auto),
+            "cores" => Ok(Bind::Cores),
+            "none" => Ok(Bind::None),
+            other => Err(Error::Config(format!(
+                "unknown binding `{other}`: expected `auto`, `cores` or `none`"
+            ))),
+        }
+    }
+}
+
+/// Where a locality stands among those of its host: its index there and
+/// how many there are, when the launch knows (`None`: it does not).
+pub(crate) type HostPlace = Option<(u32, u32)>;
+
+/// The CPU of each of a locality's `workers` workers under `bind`, or
+/// `None` to leave them where the OS puts them; `allowed` is the
+/// process's CPUs ([`Bind`] says when `Auto` binds).
+pub(crate) fn worker_cpus(
+    bind: Bind,
+    transport: TransportKind,
+    place: HostPlace,
+    workers: usize,
+    allowed: &[usize],
+) -> Option<Vec<usize>> {
+    let index = match bind {
+        Bind::None => return None,
+        // Asked for: from the first CPU where the place is not known.
+        Bind::Cores => place.map_or(0, |(index, _)| index),
+        Bind::Auto => {
+            let (index, on_host) = place.filter(|_| transport != TransportKind::Inproc)?;
+            if (on_host as usize).saturating_mul(workers) > allowed.len() {
+                return None;
+            }
+            index
+        }
+    };
+    let cpus = crate::sched::placement(allowed, index as usize * workers, workers);
+    (!cpus.is_empty()).then_some(cpus)
+}
+
 /// The default largest frame a locality accepts: 64 MiB.
 ///
 /// The frames coalescing builds are far smaller: a buffer is flushed at
@@ -147,6 +229,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 << 20;
 /// | `COURIER_INLINING` | [`Config::inlining`] | `adaptive`, `never` or `depth:N` ([`Inlining`](crate::par::Inlining)) | `adaptive` |
 /// | `COURIER_PRINT_ADAPT` | [`Config::print_adapt`] | `true` or `false`: report every decision of adaptive coalescing on standard error | `false` |
 /// | `COURIER_MPI_PROGRESS` | [`Config::mpi_progress`] | `workers` or `funneled` ([`MpiProgress`]) | `workers` |
+/// | `COURIER_BIND` | [`Config::bind`] | `auto`, `cores` or `none`: each worker thread on a CPU of its own ([`Bind`]) | `auto` |
 ///
 /// A value that does not parse makes [`launch`](crate::launch) fail with
 /// [`Error::Config`] naming the variable.
@@ -191,6 +274,7 @@ pub struct Config {
     pub(crate) counters_http: Option<SocketAddr>,
     pub(crate) states: Vec<StateMaker>,
     pub(crate) mpi_progress: MpiProgress,
+    pub(crate) bind: Bind,
     pub(crate) credit_window: usize,
     pub(crate) credit_queue: Option<usize>,
     pub(crate) credit_pool: usize,
@@ -308,6 +392,7 @@ impl Config {
             counters_http: None,
             states: Vec::new(),
             mpi_progress: env_value("COURIER_MPI_PROGRESS", &mut errors).unwrap_or_default(),
+            bind: env_value("COURIER_BIND", &mut errors).unwrap_or_default(),
             credit_window: env_credit_window(&mut errors).unwrap_or(DEFAULT_CREDIT_WINDOW),
             credit_queue: None,
             credit_pool: env_value("COURIER_CREDIT_POOL", &mut errors)
@@ -364,6 +449,13 @@ impl Config {
     /// ignore it.
     pub fn mpi_progress(mut self, progress: MpiProgress) -> Self {
         self.mpi_progress = progress;
+        self
+    }
+
+    /// Sets whether each worker thread is kept on a CPU of its own
+    /// (default [`Bind::Auto`]; `COURIER_BIND`).
+    pub fn bind(mut self, bind: Bind) -> Self {
+        self.bind = bind;
         self
     }
 
@@ -559,15 +651,23 @@ impl Config {
     }
 
     /// The settings of one locality of this job with `workers` workers,
-    /// over `transport`.
+    /// over `transport`, at `place` among the localities of its host.
     pub(crate) fn locality_settings(
         &self,
         workers: usize,
         liveness: LivenessSettings,
         transport: TransportKind,
+        place: HostPlace,
     ) -> Settings<'_> {
         Settings {
             workers,
+            worker_cpus: worker_cpus(
+                self.bind,
+                transport,
+                place,
+                workers,
+                &crate::sched::allowed_cpus(),
+            ),
             max_frame_bytes: self.max_frame_bytes,
             coalescing: self.coalescing,
             action_coalescing: self.action_settings().unwrap_or_default(),
@@ -743,6 +843,56 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_binds_a_known_place_when_every_worker_of_the_host_has_a_cpu() {
+        let tcp = TransportKind::Tcp;
+        let four = [0, 1, 2, 3];
+        // Locality 1 of 2, two workers each, four CPUs: the last two.
+        assert_eq!(
+            worker_cpus(Bind::Auto, tcp, Some((1, 2)), 2, &four),
+            Some(vec![2, 3])
+        );
+        // Three localities of two workers want six CPUs: left to the OS.
+        assert_eq!(worker_cpus(Bind::Auto, tcp, Some((1, 3)), 2, &four), None);
+        // Its place on the host unknown (a job across hosts started by hand).
+        assert_eq!(worker_cpus(Bind::Auto, tcp, None, 1, &four), None);
+        // In-process localities share the process with others (tests).
+        let inproc = TransportKind::Inproc;
+        assert_eq!(
+            worker_cpus(Bind::Auto, inproc, Some((0, 2)), 1, &four),
+            None
+        );
+        // An unreadable mask.
+        assert_eq!(worker_cpus(Bind::Auto, tcp, Some((0, 1)), 1, &[]), None);
+    }
+
+    #[test]
+    fn cores_binds_whatever_the_count_and_none_never() {
+        let tcp = TransportKind::Tcp;
+        let two = [4, 5];
+        assert_eq!(
+            worker_cpus(Bind::Cores, tcp, Some((1, 3)), 2, &two),
+            Some(vec![4, 5])
+        );
+        assert_eq!(
+            worker_cpus(Bind::Cores, TransportKind::Inproc, None, 3, &two),
+            Some(vec![4, 5, 4])
+        );
+        assert_eq!(worker_cpus(Bind::None, tcp, Some((0, 1)), 1, &two), None);
+    }
+
+    #[test]
+    fn bindings_parse_and_others_are_refused() {
+        assert_eq!("auto".parse::<Bind>().unwrap(), Bind::Auto);
+        assert_eq!("cores".parse::<Bind>().unwrap(), Bind::Cores);
+        assert_eq!("none".parse::<Bind>().unwrap(), Bind::None);
+        let err = "core".parse::<Bind>().unwrap_err().to_string();
+        assert!(
+            err.contains("`core`") && err.contains("`auto`, `cores` or `none`"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn progress_modes_parse_and_others_are_refused() {

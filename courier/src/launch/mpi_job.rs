@@ -47,7 +47,12 @@ pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) ->
         here,
         size,
         Box::new(transport),
-        config.locality_settings(workers, config.liveness(here), TransportKind::Mpi),
+        config.locality_settings(
+            workers,
+            config.liveness(here),
+            TransportKind::Mpi,
+            Some((startup.local_rank, startup.local)),
+        ),
     )
     .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))?;
     if rank == 0 {

@@ -208,6 +208,7 @@ fn run_threads<T: Send + 'static>(config: &Config, main: Main<'_, T>) -> Result<
                 workers,
                 crate::runtime::LivenessSettings::OFF,
                 TransportKind::Inproc,
+                Some((rank, count)),
             ),
         )
         .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")));
@@ -390,6 +391,9 @@ fn start_tcp_locality(
             config.workers_for(local_localities),
             config.liveness(here),
             TransportKind::Tcp,
+            // Its place on the host is known when the job is all here:
+            // started by the program itself or by `courier run`.
+            (local_localities == count).then_some((here.get(), count)),
         ),
     )
     .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))

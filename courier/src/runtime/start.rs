@@ -79,6 +79,8 @@ impl BackgroundWork for Progress {
 pub(crate) struct Settings<'a> {
     /// Worker threads.
     pub(crate) workers: usize,
+    /// The CPU each worker is kept on (`None`: where the OS puts it).
+    pub(crate) worker_cpus: Option<Vec<usize>>,
     /// The largest frame it sends or accepts.
     pub(crate) max_frame_bytes: usize,
     /// The coalescing of actions that ask for the default.
@@ -115,6 +117,7 @@ impl Locality {
     ) -> std::io::Result<Arc<Locality>> {
         let Settings {
             workers,
+            worker_cpus,
             max_frame_bytes,
             coalescing,
             action_coalescing,
@@ -174,7 +177,7 @@ impl Locality {
         let on_start = Arc::new(move |_index| {
             super::handle::set_current(runtime.clone());
         });
-        sched.start(&format!("courier-{}", here.get()), on_start)?;
+        sched.start(&format!("courier-{}", here.get()), worker_cpus, on_start)?;
         let weak = Arc::downgrade(&locality);
         locality.aggregator.start_timer(move |key, deadline| {
             let Some(locality) = weak.upgrade() else {

@@ -28,6 +28,7 @@
 //! per call site (`sites.rs`, shared with `par::join`) under the job's
 //! [`Inlining`] policy (`inlining.rs`).
 
+mod affinity;
 mod background;
 mod deque;
 mod fork;
@@ -47,6 +48,7 @@ mod task;
 mod worker;
 mod yield_now;
 
+pub(crate) use affinity::{allowed_cpus, placement};
 pub(crate) use background::{BackgroundWork, BlockOutcome};
 pub(crate) use granularity::{set_task_threshold_ns, task_threshold_ns};
 pub(crate) use inline::spawn_at;

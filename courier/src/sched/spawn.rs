@@ -35,10 +35,14 @@ fn schedule(id: SchedulerId, runnable: Runnable, queue: Queue) {
 impl Scheduler {
     /// Starts the worker threads and returns once each has run
     /// `on_start(index)`, which runs first on every worker thread
-    /// (the runtime uses it to install its thread-local handle).
+    /// (the runtime uses it to install its thread-local handle). Worker
+    /// `i` is kept on CPU `cpus[i]` when `cpus` is given (`affinity.rs`);
+    /// one that cannot be says so in a warning and runs where the OS puts
+    /// it.
     pub(crate) fn start(
         self: &Arc<Self>,
         name: &str,
+        cpus: Option<Vec<usize>>,
         on_start: Arc<dyn Fn(usize) + Send + Sync>,
     ) -> std::io::Result<()> {
         let locals: Vec<_> = self.locals.lock().iter_mut().map(Option::take).collect();
@@ -59,9 +63,18 @@ impl Scheduler {
             let sched = Arc::clone(self);
             let on_start = Arc::clone(&on_start);
             let started = Arc::clone(&started);
+            let cpu = cpus.as_ref().and_then(|cpus| cpus.get(index).copied());
+            let thread_name = format!("{name}-worker-{index}");
             let handle = thread::Builder::new()
-                .name(format!("{name}-worker-{index}"))
+                .name(thread_name.clone())
                 .spawn(move || {
+                    if let Some(cpu) = cpu
+                        && let Err(e) = super::affinity::pin_current_thread(cpu)
+                    {
+                        tracing::warn!(
+                            "{thread_name} stays unbound: cannot keep it on CPU {cpu}: {e}"
+                        );
+                    }
                     on_start(index);
                     // Before `start` returns: a counter of this worker's
                     // events read at once finds its thread.

@@ -47,6 +47,8 @@ pub(crate) struct Startup {
     pub(crate) size: u32,
     /// Ranks on this node (`MPI_COMM_TYPE_SHARED`).
     pub(crate) local: u32,
+    /// This rank's place among them.
+    pub(crate) local_rank: u32,
     /// The build fingerprint of every rank, by rank.
     pub(crate) fingerprints: Vec<u64>,
     pub(crate) progress: Progress,
@@ -133,12 +135,15 @@ fn run(
     let (rank, size) = (world.rank() as u32, world.size() as u32);
     let mut fingerprints = vec![0u64; size as usize];
     world.all_gather_into(&fingerprint, &mut fingerprints[..]);
-    let local = world.split_shared(rank as i32).size() as u32;
+    let node = world.split_shared(rank as i32);
+    let (local, local_rank) = (node.size() as u32, node.rank() as u32);
+    drop(node);
     let funneled = funneled || threading < Threading::Serialized;
     let startup = |progress| Startup {
         rank,
         size,
         local,
+        local_rank,
         fingerprints: fingerprints.clone(),
         progress,
     };
