@@ -113,7 +113,10 @@ impl FromStr for MpiProgress {
 /// host's localities: locality `i` of the host, with `w` workers, takes
 /// the CPUs `i·w` to `i·w + w − 1` of its mask. Only worker threads are
 /// bound; the rest (timer, monitor, the caller's own threads) go where
-/// the OS puts them.
+/// the OS puts them. Two jobs started at once on one host know nothing
+/// of each other and would take the same CPUs: run them with
+/// [`Bind::None`], or each in a mask of its own (`taskset`, a batch
+/// system's allocation), which the binding keeps to.
 ///
 /// ```
 /// use courier::{Bind, Config};
