@@ -129,11 +129,14 @@ impl FromStr for MpiProgress {
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[non_exhaustive]
 pub enum Bind {
-    /// [`Cores`](Bind::Cores) where that gives every worker of the host a
-    /// CPU of its own and Courier knows the locality's place among the
-    /// host's (one-host TCP jobs, MPI jobs), [`None`](Bind::None) otherwise:
-    /// with more workers than CPUs, or under the in-process transport
-    /// (whose localities share the process with others, such as tests).
+    /// [`Cores`](Bind::Cores) where the host's workers fill the CPUs (each
+    /// gets one, and fewer than a locality's workers are left over, as
+    /// with the default number of workers) and Courier knows the
+    /// locality's place among the host's (one-host TCP jobs, MPI jobs);
+    /// [`None`](Bind::None) otherwise: with more workers than CPUs, with
+    /// CPUs left for other jobs (which the OS then spreads), or under the
+    /// in-process transport (whose localities share the process with
+    /// others, such as tests).
     #[default]
     Auto,
     /// Every worker on a CPU of its own, around again when there are more
@@ -178,7 +181,10 @@ pub(crate) fn worker_cpus(
         Bind::Cores => place.map_or(0, |(index, _)| index),
         Bind::Auto => {
             let (index, on_host) = place.filter(|_| transport != TransportKind::Inproc)?;
-            if (on_host as usize).saturating_mul(workers) > allowed.len() {
+            let used = (on_host as usize).saturating_mul(workers);
+            // The job's workers fill the CPUs: none are left for another
+            // locality of as many workers.
+            if used > allowed.len() || allowed.len() - used >= workers {
                 return None;
             }
             index
@@ -848,7 +854,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn auto_binds_a_known_place_when_every_worker_of_the_host_has_a_cpu() {
+    fn auto_binds_a_known_place_when_the_hosts_workers_fill_the_cpus() {
         let tcp = TransportKind::Tcp;
         let four = [0, 1, 2, 3];
         // Locality 1 of 2, two workers each, four CPUs: the last two.
@@ -856,8 +862,17 @@ mod tests {
             worker_cpus(Bind::Auto, tcp, Some((1, 2)), 2, &four),
             Some(vec![2, 3])
         );
+        // Three localities of two workers on seven CPUs leave one, fewer
+        // than a locality's workers would need.
+        let seven = [0, 1, 2, 3, 4, 5, 6];
+        assert_eq!(
+            worker_cpus(Bind::Auto, tcp, Some((2, 3)), 2, &seven),
+            Some(vec![4, 5])
+        );
         // Three localities of two workers want six CPUs: left to the OS.
         assert_eq!(worker_cpus(Bind::Auto, tcp, Some((1, 3)), 2, &four), None);
+        // Two of one worker leave two CPUs free, for other jobs maybe.
+        assert_eq!(worker_cpus(Bind::Auto, tcp, Some((0, 2)), 1, &four), None);
         // Its place on the host unknown (a job across hosts started by hand).
         assert_eq!(worker_cpus(Bind::Auto, tcp, None, 1, &four), None);
         // In-process localities share the process with others (tests).
