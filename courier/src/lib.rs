@@ -86,7 +86,7 @@ pub use ids::{ActionId, LocalityId};
 #[cfg(feature = "cli")]
 pub use launch::RuntimeArgs;
 pub use launch::{
-    Bind, Config, DEFAULT_MAX_FRAME_BYTES, MpiProgress, TransportKind, launch, launch_spmd,
+    Binding, Config, DEFAULT_MAX_FRAME_BYTES, MpiProgress, TransportKind, launch, launch_spmd,
     launcher, report_to_stderr,
 };
 pub use parcel::{

@@ -1,9 +1,11 @@
-//! Worker threads kept on CPUs of their own (`Bind`): over TCP, each
+//! Worker threads kept on CPUs of their own (`Binding`): over TCP, each
 //! locality's workers take the CPUs of the process's mask in turn.
 
 #![cfg(target_os = "linux")]
 
-use courier::{Bind, Config, TransportKind};
+mod common;
+
+use courier::{Binding, Config, TransportKind};
 
 /// The CPUs the calling thread may run on, from `/proc`.
 fn my_cpus() -> Vec<usize> {
@@ -22,6 +24,17 @@ fn my_cpus() -> Vec<usize> {
         .collect()
 }
 
+/// [`my_cpus`], which must be 2 or more: on one CPU, bound and unbound
+/// workers look the same.
+fn two_or_more_cpus() -> Vec<usize> {
+    let allowed = my_cpus();
+    assert!(
+        allowed.len() >= 2,
+        "this test needs at least 2 CPUs in its mask, not {allowed:?}"
+    );
+    allowed
+}
+
 /// The CPUs the worker running this call may run on.
 #[courier::action]
 fn worker_cpus() -> Vec<usize> {
@@ -31,7 +44,7 @@ fn worker_cpus() -> Vec<usize> {
 /// A two-locality TCP job under `bind`; returns each locality's worker
 /// CPUs. Locality 1 is a child process running test `name` again, in
 /// which `launch` joins the job and never returns.
-fn job(bind: Bind, name: &str) -> Vec<Vec<usize>> {
+fn job(bind: Binding, name: &str) -> Vec<Vec<usize>> {
     let config = Config::new()
         .localities(2)
         .transport(TransportKind::Tcp)
@@ -50,9 +63,9 @@ fn job(bind: Bind, name: &str) -> Vec<Vec<usize>> {
 
 #[test]
 fn bound_workers_take_the_cpus_of_the_mask_in_turn() {
-    let allowed = my_cpus();
+    let allowed = two_or_more_cpus();
     let seen = job(
-        Bind::Cores,
+        Binding::Cores,
         "bound_workers_take_the_cpus_of_the_mask_in_turn",
     );
     let expected: Vec<Vec<usize>> = (0..2).map(|l| vec![allowed[l % allowed.len()]]).collect();
@@ -61,7 +74,51 @@ fn bound_workers_take_the_cpus_of_the_mask_in_turn() {
 
 #[test]
 fn unbound_workers_keep_the_mask_of_the_process() {
-    let allowed = my_cpus();
-    let seen = job(Bind::None, "unbound_workers_keep_the_mask_of_the_process");
+    let allowed = two_or_more_cpus();
+    let seen = job(
+        Binding::None,
+        "unbound_workers_keep_the_mask_of_the_process",
+    );
     assert_eq!(seen, vec![allowed.clone(), allowed]);
+}
+
+/// The MPI cases of this file and the sizes they run at: unbound by the
+/// launcher, the ranks of a node share its CPUs, and `auto` gives each
+/// rank's worker a CPU of its own.
+#[cfg(feature = "mpi")]
+#[test]
+fn under_mpirun() {
+    common::mpirun_with(
+        &["mpi_auto_binds_ranks_that_share_the_cpus"],
+        &[2],
+        &["--bind-to", "none"],
+    );
+}
+
+#[test]
+#[ignore = "an MPI case: run by under_mpirun"]
+fn mpi_auto_binds_ranks_that_share_the_cpus() {
+    let allowed = my_cpus();
+    // Two ranks of half the CPUs' workers each fill an even mask.
+    let workers = (allowed.len() / 2).max(1);
+    let fills = allowed.len() >= 2 && allowed.len() % 2 == 0;
+    let seen = courier::launch(common::mpi().workers(workers), |rt| async move {
+        let mut all = Vec::new();
+        for l in rt.localities() {
+            all.push(rt.call(l, worker_cpus, ()).await?);
+        }
+        Ok(all)
+    })
+    .expect("the job ran");
+    for (rank, cpus) in seen.iter().enumerate() {
+        if fills {
+            let slice = &allowed[rank * workers..(rank + 1) * workers];
+            assert!(
+                cpus.len() == 1 && slice.contains(&cpus[0]),
+                "rank {rank}'s worker runs on {cpus:?}, not one of {slice:?}"
+            );
+        } else {
+            assert_eq!(cpus, &allowed, "rank {rank}: left unbound");
+        }
+    }
 }

@@ -196,10 +196,8 @@ impl FlushTimer {
     ) -> std::io::Result<()> {
         let shared = Arc::clone(&self.shared);
         let epoch = self.epoch;
-        std::thread::Builder::new()
-            .name(name)
-            .spawn(move || run(&shared, epoch, fire))
-            .map(drop)
+        let thread = std::thread::Builder::new().name(name);
+        crate::sched::spawn_unbound(thread, move || run(&shared, epoch, fire)).map(drop)
     }
 
     /// Flushes `key` at `deadline` unless disarmed first.

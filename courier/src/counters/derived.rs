@@ -26,6 +26,7 @@ use parking_lot::Mutex;
 
 use super::name::{CounterName, ParseError};
 use super::value::{CounterKind, CounterValue};
+use crate::sched::spawn_unbound;
 
 /// An arithmetic operation over counter values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,20 +232,19 @@ impl Statistics {
         let series = Arc::new(Mutex::new(Series::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let (series2, stop2) = (Arc::clone(&series), Arc::clone(&stop));
-        let spawned = thread::Builder::new()
-            .name("courier-statistics".into())
-            .spawn(move || {
-                while !stop2.load(Ordering::Acquire) {
-                    let Some(values) = sample() else {
-                        return;
-                    };
-                    if stop2.load(Ordering::Acquire) {
-                        return;
-                    }
-                    record(&mut series2.lock(), &values, window);
-                    thread::sleep(interval);
+        let thread = thread::Builder::new().name("courier-statistics".into());
+        let spawned = spawn_unbound(thread, move || {
+            while !stop2.load(Ordering::Acquire) {
+                let Some(values) = sample() else {
+                    return;
+                };
+                if stop2.load(Ordering::Acquire) {
+                    return;
                 }
-            });
+                record(&mut series2.lock(), &values, window);
+                thread::sleep(interval);
+            }
+        });
         if let Err(e) = spawned {
             // The counter then stays at its first value of 0.
             tracing::error!("counters: cannot start the sampler of {name}: {e}");

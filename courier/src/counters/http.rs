@@ -39,6 +39,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use super::prometheus::{PER_ACTION, SCRAPED, exposition};
 use super::set::CounterSet;
 use crate::runtime::{Runtime, report};
+use crate::sched::spawn_unbound;
 
 /// The most bytes of a request's head (request line and headers) the
 /// server reads: a scrape's head is a few hundred bytes. A guess with
@@ -127,9 +128,10 @@ impl MetricsServer {
             connections: HashMap::new(),
             next_token: FIRST_CONNECTION,
         };
-        let thread = thread::Builder::new()
-            .name("courier-metrics".into())
-            .spawn(move || server.run())?;
+        let thread = spawn_unbound(
+            thread::Builder::new().name("courier-metrics".into()),
+            move || server.run(),
+        )?;
         Ok(MetricsServer {
             addr,
             stop,

@@ -12,6 +12,7 @@ use super::registry::TYPES;
 use super::set::{CounterError, CounterSet};
 use super::value::{CounterValue, Histogram};
 use crate::runtime::Runtime;
+use crate::sched::spawn_unbound;
 
 /// How printed counter values look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -204,18 +205,16 @@ impl Printer {
         if let Some(interval) = options.interval {
             let (stop, stopped) = mpsc::channel();
             printer.stop = Some(stop);
-            printer.thread = thread::Builder::new()
-                .name("courier-counters".into())
-                .spawn(move || {
-                    while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval)
-                    {
-                        if let Err(e) = state.lock().print() {
-                            tracing::error!("counters: {e}");
-                            return;
-                        }
+            let thread = thread::Builder::new().name("courier-counters".into());
+            printer.thread = spawn_unbound(thread, move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
+                    if let Err(e) = state.lock().print() {
+                        tracing::error!("counters: {e}");
+                        return;
                     }
-                })
-                .ok();
+                }
+            })
+            .ok();
         }
         Ok(printer)
     }

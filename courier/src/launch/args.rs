@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{Bind, Config, TransportKind};
+use super::{Binding, Config, TransportKind};
 use crate::aggregate::Coalescing;
 use crate::counters::CounterFormat;
 
@@ -45,7 +45,7 @@ pub struct RuntimeArgs {
     pub workers: Option<usize>,
     /// Keep each worker thread on a CPU of its own [default: auto, or COURIER_BIND].
     #[arg(long, value_enum)]
-    pub bind: Option<Bind>,
+    pub bind: Option<Binding>,
     /// IP address to listen on and advertise [default: 127.0.0.1].
     #[arg(long, value_name = "IP")]
     pub listen: Option<IpAddr>,

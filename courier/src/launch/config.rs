@@ -18,6 +18,7 @@ use crate::runtime::LocalitySettings as Settings;
 use crate::runtime::StateMaker;
 use crate::runtime::{CalibrationSettings, Error};
 use crate::runtime::{DEFAULT_PEER_TIMEOUT, DEFAULT_WATCHDOG, LivenessSettings, OnPostFailure};
+use crate::sched::HostPlace;
 
 /// How localities talk to each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -109,51 +110,70 @@ impl FromStr for MpiProgress {
 /// Left to the OS, two localities of a host that answer each other's
 /// messages tend to share one CPU while the other idles (Linux puts a
 /// woken thread on its waker's CPU). Bound, each worker of the host has
-/// a CPU of its own from those the process may use, in turn across the
-/// host's localities: locality `i` of the host, with `w` workers, takes
-/// the CPUs `i·w` to `i·w + w − 1` of its mask. Only worker threads are
-/// bound; the rest (timer, monitor, the caller's own threads) go where
-/// the OS puts them. Two jobs started at once on one host know nothing
-/// of each other and would take the same CPUs: run them with
-/// [`Bind::None`], or each in a mask of its own (`taskset`, a batch
-/// system's allocation), which the binding keeps to.
+/// a CPU of its own from those the process may use (its affinity mask,
+/// as read by the thread that calls [`launch`](crate::launch)), in turn
+/// across the host's localities: locality `i` of the host, with `w`
+/// workers, takes the CPUs `i·w` to `i·w + w − 1` of its mask, around
+/// again when they run out.
+///
+/// Only worker threads are bound. Courier's other threads (timers, the
+/// quiescence waves, counter output) run on the process's CPUs. A thread
+/// that an action starts, and a pool such as rayon's that it builds,
+/// inherits the CPU of the worker running the action, and
+/// `std::thread::available_parallelism()` reads 1 there: a program that
+/// runs threads of its own inside actions wants [`Binding::None`], or
+/// sets their mask itself.
+///
+/// Two jobs started at once on one host know nothing of each other and
+/// would take the same CPUs: run them with [`Binding::None`], or each in
+/// a mask of its own (`taskset`, a batch system's allocation), which the
+/// binding keeps to. Binding is done on Linux alone; elsewhere, and where
+/// the mask cannot be read, workers stay where the OS puts them (with a
+/// warning when [`Binding::Cores`] was asked for).
 ///
 /// ```
-/// use courier::{Bind, Config};
+/// use courier::{Binding, Config};
 ///
-/// let config = Config::new().bind(Bind::Cores);
-/// assert_eq!("none".parse::<Bind>().unwrap(), Bind::None);
+/// let config = Config::new().bind(Binding::Cores);
+/// assert_eq!("none".parse::<Binding>().unwrap(), Binding::None);
 /// # let _ = config;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[non_exhaustive]
-pub enum Bind {
-    /// [`Cores`](Bind::Cores) where the host's workers fill the CPUs (each
-    /// gets one, and fewer than a locality's workers are left over, as
-    /// with the default number of workers) and Courier knows the
-    /// locality's place among the host's (one-host TCP jobs, MPI jobs);
-    /// [`None`](Bind::None) otherwise: with more workers than CPUs, with
-    /// CPUs left for other jobs (which the OS then spreads), or under the
-    /// in-process transport (whose localities share the process with
-    /// others, such as tests).
+pub enum Binding {
+    /// [`Cores`](Binding::Cores) where the host's workers fill the CPUs
+    /// (each gets one, and fewer than a locality's workers are left
+    /// over, as with the default number of workers) and Courier knows the
+    /// locality's place among the host's: a job of several localities
+    /// that the program or `courier run` started on one host, or an MPI
+    /// job whose ranks on a node share one mask. [`None`](Binding::None)
+    /// otherwise: with more workers than CPUs; with CPUs left for other
+    /// jobs, which the OS then spreads; under an MPI launcher's own
+    /// binding, which gives each rank a mask of its own; under the
+    /// in-process transport, whose localities share the process with
+    /// others (such as tests); and for a job of one locality, which runs
+    /// in-process.
     #[default]
     Auto,
     /// Every worker on a CPU of its own, around again when there are more
-    /// workers than CPUs.
+    /// workers than CPUs. Where Courier does not know the locality's
+    /// place on its host (a job across hosts started by hand, ranks under
+    /// an MPI launcher's own binding), each locality starts from the
+    /// first CPU of its mask.
     Cores,
     /// Where the OS puts them.
     None,
 }
 
-impl FromStr for Bind {
+impl FromStr for Binding {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Error> {
         match s {
-            "auto" => Ok(Bind::Auto),
-            "cores" => Ok(Bind::Cores),
-            "none" => Ok(Bind::None),
+            "auto" => Ok(Binding::Auto),
+            "cores" => Ok(Binding::Cores),
+            "none" => Ok(Binding::None),
             other => Err(Error::Config(format!(
                 "unknown binding `{other}`: expected `auto`, `cores` or `none`"
             ))),
@@ -161,36 +181,40 @@ impl FromStr for Bind {
     }
 }
 
-/// Where a locality stands among those of its host: its index there and
-/// how many there are, when the launch knows (`None`: it does not).
-pub(crate) type HostPlace = Option<(u32, u32)>;
-
-/// The CPU of each of a locality's `workers` workers under `bind`, or
-/// `None` to leave them where the OS puts them; `allowed` is the
-/// process's CPUs ([`Bind`] says when `Auto` binds).
+/// The CPU of each of a locality's `workers` workers under `binding`, or
+/// `None` to leave them where the OS puts them: at `place` among the
+/// localities of its host, when that is known, with the process's
+/// `allowed` CPUs, read only when binding ([`Binding`] says when `Auto`
+/// binds).
 pub(crate) fn worker_cpus(
-    bind: Bind,
+    binding: Binding,
     transport: TransportKind,
-    place: HostPlace,
+    place: Option<HostPlace>,
     workers: usize,
-    allowed: &[usize],
+    allowed: impl FnOnce() -> Vec<usize>,
 ) -> Option<Vec<usize>> {
-    let index = match bind {
-        Bind::None => return None,
-        // Asked for: from the first CPU where the place is not known.
-        Bind::Cores => place.map_or(0, |(index, _)| index),
-        Bind::Auto => {
-            let (index, on_host) = place.filter(|_| transport != TransportKind::Inproc)?;
-            let used = (on_host as usize).saturating_mul(workers);
-            // The job's workers fill the CPUs: none are left for another
-            // locality of as many workers.
-            if used > allowed.len() || allowed.len() - used >= workers {
+    let (index, allowed) = match binding {
+        Binding::None => return None,
+        Binding::Cores => {
+            let allowed = allowed();
+            if allowed.is_empty() {
+                tracing::warn!(
+                    "workers stay unbound: this process's CPUs cannot be read \
+                     (binding is done on Linux alone)"
+                );
+            }
+            (place.map_or(0, |p| p.index), allowed)
+        }
+        Binding::Auto => {
+            let place = place.filter(|_| transport != TransportKind::Inproc)?;
+            let allowed = allowed();
+            if !place.fills(workers, allowed.len()) {
                 return None;
             }
-            index
+            (place.index, allowed)
         }
     };
-    let cpus = crate::sched::placement(allowed, index as usize * workers, workers);
+    let cpus = crate::sched::placement(&allowed, index, workers);
     (!cpus.is_empty()).then_some(cpus)
 }
 
@@ -238,7 +262,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 << 20;
 /// | `COURIER_INLINING` | [`Config::inlining`] | `adaptive`, `never` or `depth:N` ([`Inlining`](crate::par::Inlining)) | `adaptive` |
 /// | `COURIER_PRINT_ADAPT` | [`Config::print_adapt`] | `true` or `false`: report every decision of adaptive coalescing on standard error | `false` |
 /// | `COURIER_MPI_PROGRESS` | [`Config::mpi_progress`] | `workers` or `funneled` ([`MpiProgress`]) | `workers` |
-/// | `COURIER_BIND` | [`Config::bind`] | `auto`, `cores` or `none`: each worker thread on a CPU of its own ([`Bind`]) | `auto` |
+/// | `COURIER_BIND` | [`Config::bind`] | `auto`, `cores` or `none`: each worker thread on a CPU of its own ([`Binding`]) | `auto` |
 ///
 /// A value that does not parse makes [`launch`](crate::launch) fail with
 /// [`Error::Config`] naming the variable.
@@ -283,7 +307,7 @@ pub struct Config {
     pub(crate) counters_http: Option<SocketAddr>,
     pub(crate) states: Vec<StateMaker>,
     pub(crate) mpi_progress: MpiProgress,
-    pub(crate) bind: Bind,
+    pub(crate) bind: Binding,
     pub(crate) credit_window: usize,
     pub(crate) credit_queue: Option<usize>,
     pub(crate) credit_pool: usize,
@@ -462,8 +486,8 @@ impl Config {
     }
 
     /// Sets whether each worker thread is kept on a CPU of its own
-    /// (default [`Bind::Auto`]; `COURIER_BIND`).
-    pub fn bind(mut self, bind: Bind) -> Self {
+    /// (default [`Binding::Auto`]; `COURIER_BIND`).
+    pub fn bind(mut self, bind: Binding) -> Self {
         self.bind = bind;
         self
     }
@@ -666,7 +690,7 @@ impl Config {
         workers: usize,
         liveness: LivenessSettings,
         transport: TransportKind,
-        place: HostPlace,
+        place: Option<HostPlace>,
     ) -> Settings<'_> {
         Settings {
             workers,
@@ -675,7 +699,7 @@ impl Config {
                 transport,
                 place,
                 workers,
-                &crate::sched::allowed_cpus(),
+                crate::sched::allowed_cpus,
             ),
             max_frame_bytes: self.max_frame_bytes,
             coalescing: self.coalescing,
@@ -856,56 +880,66 @@ mod tests {
     #[test]
     fn auto_binds_a_known_place_when_the_hosts_workers_fill_the_cpus() {
         let tcp = TransportKind::Tcp;
-        let four = [0, 1, 2, 3];
+        let at = |index, count| Some(HostPlace { index, count });
+        let cpus = |n: usize| move || (0..n).collect::<Vec<_>>();
         // Locality 1 of 2, two workers each, four CPUs: the last two.
         assert_eq!(
-            worker_cpus(Bind::Auto, tcp, Some((1, 2)), 2, &four),
+            worker_cpus(Binding::Auto, tcp, at(1, 2), 2, cpus(4)),
             Some(vec![2, 3])
         );
         // Three localities of two workers on seven CPUs leave one, fewer
         // than a locality's workers would need.
-        let seven = [0, 1, 2, 3, 4, 5, 6];
         assert_eq!(
-            worker_cpus(Bind::Auto, tcp, Some((2, 3)), 2, &seven),
+            worker_cpus(Binding::Auto, tcp, at(2, 3), 2, cpus(7)),
             Some(vec![4, 5])
         );
         // Three localities of two workers want six CPUs: left to the OS.
-        assert_eq!(worker_cpus(Bind::Auto, tcp, Some((1, 3)), 2, &four), None);
+        assert_eq!(worker_cpus(Binding::Auto, tcp, at(1, 3), 2, cpus(4)), None);
         // Two of one worker leave two CPUs free, for other jobs maybe.
-        assert_eq!(worker_cpus(Bind::Auto, tcp, Some((0, 2)), 1, &four), None);
-        // Its place on the host unknown (a job across hosts started by hand).
-        assert_eq!(worker_cpus(Bind::Auto, tcp, None, 1, &four), None);
+        assert_eq!(worker_cpus(Binding::Auto, tcp, at(0, 2), 1, cpus(4)), None);
+        // Its place on the host unknown (a job across hosts started by
+        // hand, MPI ranks under the launcher's binding).
+        assert_eq!(worker_cpus(Binding::Auto, tcp, None, 1, cpus(4)), None);
         // In-process localities share the process with others (tests).
         let inproc = TransportKind::Inproc;
         assert_eq!(
-            worker_cpus(Bind::Auto, inproc, Some((0, 2)), 1, &four),
+            worker_cpus(Binding::Auto, inproc, at(0, 2), 1, cpus(4)),
             None
         );
         // An unreadable mask.
-        assert_eq!(worker_cpus(Bind::Auto, tcp, Some((0, 1)), 1, &[]), None);
+        assert_eq!(worker_cpus(Binding::Auto, tcp, at(0, 1), 1, cpus(0)), None);
     }
 
     #[test]
-    fn cores_binds_whatever_the_count_and_none_never() {
+    fn cores_binds_whatever_the_count_and_none_never_reads_the_mask() {
         let tcp = TransportKind::Tcp;
-        let two = [4, 5];
+        let two = || vec![4, 5];
         assert_eq!(
-            worker_cpus(Bind::Cores, tcp, Some((1, 3)), 2, &two),
+            worker_cpus(
+                Binding::Cores,
+                tcp,
+                Some(HostPlace { index: 1, count: 3 }),
+                2,
+                two
+            ),
             Some(vec![4, 5])
         );
+        // Its place unknown: from the first CPU of the mask.
         assert_eq!(
-            worker_cpus(Bind::Cores, TransportKind::Inproc, None, 3, &two),
+            worker_cpus(Binding::Cores, TransportKind::Inproc, None, 3, two),
             Some(vec![4, 5, 4])
         );
-        assert_eq!(worker_cpus(Bind::None, tcp, Some((0, 1)), 1, &two), None);
+        assert_eq!(worker_cpus(Binding::Cores, tcp, None, 1, Vec::new), None);
+        let unread = || -> Vec<usize> { panic!("the mask is read under `none`") };
+        assert_eq!(worker_cpus(Binding::None, tcp, None, 1, unread), None);
     }
 
     #[test]
     fn bindings_parse_and_others_are_refused() {
-        assert_eq!("auto".parse::<Bind>().unwrap(), Bind::Auto);
-        assert_eq!("cores".parse::<Bind>().unwrap(), Bind::Cores);
-        assert_eq!("none".parse::<Bind>().unwrap(), Bind::None);
-        let err = "core".parse::<Bind>().unwrap_err().to_string();
+        assert_eq!("auto".parse::<Binding>().unwrap(), Binding::Auto);
+        assert_eq!("cores".parse::<Binding>().unwrap(), Binding::Cores);
+        assert_eq!("none".parse::<Binding>().unwrap(), Binding::None);
+        let err = "core".parse::<Binding>().unwrap_err().to_string();
         assert!(
             err.contains("`core`") && err.contains("`auto`, `cores` or `none`"),
             "{err}"

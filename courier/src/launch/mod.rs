@@ -24,6 +24,6 @@ mod run;
 
 #[cfg(feature = "cli")]
 pub use args::RuntimeArgs;
-pub use config::{Bind, Config, DEFAULT_MAX_FRAME_BYTES, MpiProgress, TransportKind};
+pub use config::{Binding, Config, DEFAULT_MAX_FRAME_BYTES, MpiProgress, TransportKind};
 pub use log::report_to_stderr;
 pub use run::{launch, launch_spmd};

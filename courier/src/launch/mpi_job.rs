@@ -22,11 +22,21 @@ pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) ->
     use super::role::{run_member, run_root, serve_until_shutdown};
     use crate::action::registry;
     use crate::runtime::Locality;
+    use crate::sched::HostPlace;
     use crate::transport::mpi::{Mpi, MpiProcess};
 
     let funneled = config.mpi_progress == super::MpiProgress::Funneled;
     let fingerprint = registry().fingerprint();
-    let (process, startup) = MpiProcess::start(fingerprint, funneled).map_err(Error::startup)?;
+    // Ranks under the launcher's own binding each have a mask of their
+    // own: their place on the node is then not Courier's to use.
+    let mask = {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        crate::sched::allowed_cpus().hash(&mut hasher);
+        hasher.finish()
+    };
+    let (process, startup) =
+        MpiProcess::start(fingerprint, mask, funneled).map_err(Error::startup)?;
     let (rank, size) = (startup.rank, startup.size);
     if config.localities_explicit && config.localities != size {
         return Err(Error::Config(format!(
@@ -51,7 +61,10 @@ pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) ->
             workers,
             config.liveness(here),
             TransportKind::Mpi,
-            Some((startup.local_rank, startup.local)),
+            startup.node_shares_mask.then_some(HostPlace {
+                index: startup.local_rank,
+                count: startup.local,
+            }),
         ),
     )
     .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))?;

@@ -33,6 +33,7 @@ use crate::ids::LocalityId;
 use crate::parcel::Control;
 use crate::runtime::Locality;
 use crate::runtime::{BoxError, Error, Runtime};
+use crate::sched::HostPlace;
 use crate::transport::inproc::{Fabric, Inproc};
 use crate::transport::tcp::Secret;
 use crate::transport::tcp::Tcp;
@@ -208,7 +209,7 @@ fn run_threads<T: Send + 'static>(config: &Config, main: Main<'_, T>) -> Result<
                 workers,
                 crate::runtime::LivenessSettings::OFF,
                 TransportKind::Inproc,
-                Some((rank, count)),
+                Some(HostPlace { index: rank, count }),
             ),
         )
         .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")));
@@ -393,7 +394,10 @@ fn start_tcp_locality(
             TransportKind::Tcp,
             // Its place on the host is known when the job is all here:
             // started by the program itself or by `courier run`.
-            (local_localities == count).then_some((here.get(), count)),
+            (local_localities == count).then_some(HostPlace {
+                index: here.get(),
+                count,
+            }),
         ),
     )
     .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))

@@ -77,9 +77,9 @@ impl Locality {
         state.waves_running = true;
         drop(state);
         let locality = self.shared();
-        let started = std::thread::Builder::new()
-            .name(format!("courier-{}-quiesce", self.here.get()))
-            .spawn(move || locality.answer_quiet_requests());
+        let thread =
+            std::thread::Builder::new().name(format!("courier-{}-quiesce", self.here.get()));
+        let started = crate::sched::spawn_unbound(thread, move || locality.answer_quiet_requests());
         if let Err(e) = started {
             report!(error, self.here, "cannot start the quiescence thread: {e}");
             self.collectives

@@ -26,9 +26,9 @@ pub(crate) fn start(locality: &Arc<Locality>) -> std::io::Result<()> {
         return Ok(());
     }
     let weak = Arc::downgrade(locality);
-    std::thread::Builder::new()
-        .name(format!("courier-{}-monitor", locality.here.get()))
-        .spawn(move || watch(&weak))?;
+    let thread =
+        std::thread::Builder::new().name(format!("courier-{}-monitor", locality.here.get()));
+    crate::sched::spawn_unbound(thread, move || watch(&weak))?;
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! Which CPU each worker thread runs on, when the job binds them
-//! ([`Bind`](crate::Bind)): a CPU of its own from the set this process
-//! may use, one after another across the localities of a host.
+//! ([`Binding`](crate::Binding)): a CPU of its own from the set this
+//! process may use, one after another across the localities of a host.
 //!
 //! Left to itself, Linux puts a thread woken by another on the waker's
 //! CPU when it can (wake-affine). Two localities of a host that answer
@@ -12,9 +12,39 @@
 //! the load balancer split the workers again (BENCHMARKS.md, issue #15,
 //! twenty-first part). HPX binds its worker threads by default
 //! (`--hpx:bind`) for the same reason.
+//!
+//! A thread inherits the mask of the thread that starts it, so a thread
+//! started from a bound worker would run on that worker's CPU alone.
+//! Courier's own helper threads (timers, the quiescence waves, counter
+//! output) start through [`spawn_unbound`], which gives them back the
+//! mask the process had before its workers were bound.
 
-/// The CPUs this process may run on (its affinity mask), in increasing
-/// order; empty where that cannot be read (and off Linux).
+use std::thread::{Builder, JoinHandle};
+
+/// Where a locality stands among the localities of its host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HostPlace {
+    /// Its index among them, from 0.
+    pub(crate) index: u32,
+    /// How many localities the host runs.
+    pub(crate) count: u32,
+}
+
+impl HostPlace {
+    /// Whether the host's workers fill `cpus` CPUs: `count` localities of
+    /// `workers` workers each have one CPU each, and fewer than one
+    /// locality's workers would be left over (as with the default number
+    /// of workers). With CPUs to spare, other jobs may be running beside
+    /// this one, and the OS is left to spread them all.
+    pub(crate) fn fills(self, workers: usize, cpus: usize) -> bool {
+        let used = (self.count as usize).saturating_mul(workers);
+        used <= cpus && cpus - used < workers
+    }
+}
+
+/// The CPUs the calling thread may run on (its affinity mask), in
+/// increasing order; empty where that cannot be read (and off Linux).
+/// Read from the launching thread, this is the process's mask.
 pub(crate) fn allowed_cpus() -> Vec<usize> {
     #[cfg(target_os = "linux")]
     {
@@ -30,16 +60,43 @@ pub(crate) fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-/// Keeps the calling thread on `cpu` from now on.
+/// The CPU of each of the `workers` workers of the locality at `index`
+/// among its host's: the `allowed` CPUs in turn from the
+/// `index × workers`-th, around again when they run out. Empty when
+/// `allowed` is.
+pub(crate) fn placement(allowed: &[usize], index: u32, workers: usize) -> Vec<usize> {
+    let len = allowed.len();
+    if len == 0 {
+        return Vec::new();
+    }
+    // `index × workers` modulo `len`, without overflow.
+    let first = (index as usize % len) * (workers % len) % len;
+    (0..workers)
+        .map(|w| allowed[(first + w % len) % len])
+        .collect()
+}
+
+/// The mask of the process before any of its workers was bound, kept by
+/// the first [`pin_current_thread`] for [`unbind_current_thread`].
+#[cfg(target_os = "linux")]
+static PROCESS_MASK: std::sync::OnceLock<rustix::thread::CpuSet> = std::sync::OnceLock::new();
+
+/// Keeps the calling thread on `cpu` from now on; the first call in the
+/// process first keeps the mask the thread had (the process's, for a
+/// worker that has just started) for [`unbind_current_thread`].
 pub(crate) fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
     {
-        use rustix::thread::{CpuSet, sched_setaffinity};
+        use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
         if cpu >= CpuSet::MAX_CPU {
             return Err(std::io::Error::other(format!(
                 "CPU {cpu} is beyond the {} a CPU set holds",
                 CpuSet::MAX_CPU
             )));
+        }
+        if PROCESS_MASK.get().is_none() {
+            let mask = sched_getaffinity(None).map_err(std::io::Error::from)?;
+            let _ = PROCESS_MASK.set(mask);
         }
         let mut set = CpuSet::new();
         set.set(cpu);
@@ -55,16 +112,27 @@ pub(crate) fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
     }
 }
 
-/// The CPU of each of `workers` workers whose first is the `first`-th
-/// worker of the host: the `allowed` CPUs in turn from the `first`-th,
-/// around again when they run out. Empty when `allowed` is.
-pub(crate) fn placement(allowed: &[usize], first: usize, workers: usize) -> Vec<usize> {
-    if allowed.is_empty() {
-        return Vec::new();
+/// Gives the calling thread back the process's mask if a worker of this
+/// process was ever bound; otherwise leaves it as it is.
+pub(crate) fn unbind_current_thread() {
+    #[cfg(target_os = "linux")]
+    if let Some(mask) = PROCESS_MASK.get() {
+        // A thread left on one CPU still runs; nothing to report.
+        let _ = rustix::thread::sched_setaffinity(None, mask);
     }
-    (0..workers)
-        .map(|w| allowed[(first + w) % allowed.len()])
-        .collect()
+}
+
+/// Starts a thread of Courier's own, not a worker, on the process's CPUs
+/// whichever thread starts it ([`unbind_current_thread`]).
+pub(crate) fn spawn_unbound<F, T>(builder: Builder, body: F) -> std::io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    builder.spawn(move || {
+        unbind_current_thread();
+        body()
+    })
 }
 
 #[cfg(test)]
@@ -76,25 +144,74 @@ mod tests {
         let allowed = [0, 2, 4, 6];
         // Two localities of two workers: one CPU each.
         assert_eq!(placement(&allowed, 0, 2), vec![0, 2]);
-        assert_eq!(placement(&allowed, 2, 2), vec![4, 6]);
+        assert_eq!(placement(&allowed, 1, 2), vec![4, 6]);
         // More workers than CPUs: around again.
-        assert_eq!(placement(&allowed, 3, 3), vec![6, 0, 2]);
+        assert_eq!(placement(&allowed, 1, 3), vec![6, 0, 2]);
         assert_eq!(placement(&[], 0, 2), Vec::<usize>::new());
+        // Absurd numbers wrap around instead of overflowing.
+        assert_eq!(placement(&allowed, u32::MAX, 2), vec![4, 6]);
+    }
+
+    #[test]
+    fn the_hosts_workers_fill_the_cpus_with_less_than_a_locality_left() {
+        let two_of = |count| HostPlace { index: 0, count };
+        assert!(two_of(2).fills(2, 4));
+        assert!(
+            two_of(3).fills(2, 7),
+            "one CPU left is less than a locality"
+        );
+        assert!(!two_of(3).fills(2, 4), "more workers than CPUs");
+        assert!(!two_of(2).fills(1, 4), "two CPUs left for another job");
+        assert!(!two_of(1).fills(1, 0), "no CPUs known");
+        assert!(!two_of(u32::MAX).fills(usize::MAX, 4), "no overflow");
+    }
+
+    proptest::proptest! {
+        /// The localities of a host that fill its CPUs never share one.
+        #[test]
+        fn localities_that_fill_the_cpus_take_disjoint_slices(
+            count in 1u32..16,
+            workers in 1usize..16,
+            spare in 0usize..16,
+        ) {
+            // Fewer spare CPUs than a locality's workers: they fill them.
+            let cpus = count as usize * workers + spare % workers;
+            let allowed: Vec<usize> = (0..cpus).map(|c| c * 2 + 1).collect();
+            let place = HostPlace { index: 0, count };
+            proptest::prop_assert!(place.fills(workers, cpus));
+            let mut taken: Vec<usize> = (0..count)
+                .flat_map(|index| placement(&allowed, index, workers))
+                .collect();
+            let all = taken.len();
+            taken.sort_unstable();
+            taken.dedup();
+            proptest::prop_assert_eq!(taken.len(), all);
+            proptest::prop_assert!(taken.iter().all(|c| allowed.contains(c)));
+        }
     }
 
     #[cfg(target_os = "linux")]
     #[test]
-    fn a_pinned_thread_runs_on_its_cpu_alone() {
+    fn a_pinned_thread_runs_on_its_cpu_alone_and_its_helpers_do_not() {
         let allowed = allowed_cpus();
-        assert!(!allowed.is_empty(), "the affinity mask could not be read");
+        assert!(
+            allowed.len() >= 2,
+            "this test needs at least 2 CPUs in its mask, not {allowed:?}"
+        );
         let cpu = *allowed.last().expect("not empty");
-        let seen = std::thread::spawn(move || {
+        let (pinned, helper) = std::thread::spawn(move || {
             pin_current_thread(cpu).expect("pin");
-            (allowed_cpus(), rustix::thread::sched_getcpu())
+            let pinned = (allowed_cpus(), rustix::thread::sched_getcpu());
+            let helper = spawn_unbound(Builder::new(), allowed_cpus)
+                .expect("spawn")
+                .join()
+                .expect("the helper panicked");
+            (pinned, helper)
         })
         .join()
         .expect("the pinned thread panicked");
-        assert_eq!(seen, (vec![cpu], cpu));
+        assert_eq!(pinned, (vec![cpu], cpu));
+        assert_eq!(helper, allowed, "a helper runs on the process's CPUs");
         assert!(
             pin_current_thread(usize::MAX).is_err(),
             "a CPU beyond any set is refused"

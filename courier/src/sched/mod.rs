@@ -27,6 +27,11 @@
 //! `inline.rs` decides when, from the durations measured
 //! per call site (`sites.rs`, shared with `par::join`) under the job's
 //! [`Inlining`] policy (`inlining.rs`).
+//!
+//! When the job binds its workers ([`Binding`](crate::Binding)), each
+//! worker keeps to a CPU of its own from its first instruction; which one
+//! is `affinity.rs`'s to say, which also starts Courier's helper threads
+//! off the workers' CPUs.
 
 mod affinity;
 mod background;
@@ -48,7 +53,7 @@ mod task;
 mod worker;
 mod yield_now;
 
-pub(crate) use affinity::{allowed_cpus, placement};
+pub(crate) use affinity::{HostPlace, allowed_cpus, placement, spawn_unbound};
 pub(crate) use background::{BackgroundWork, BlockOutcome};
 pub(crate) use granularity::{set_task_threshold_ns, task_threshold_ns};
 pub(crate) use inline::spawn_at;

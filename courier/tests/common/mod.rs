@@ -120,11 +120,16 @@ pub fn mpi() -> Config {
 /// passed. Where `mpirun` is missing the cases are skipped with a message,
 /// except in CI (see [`missing_prerequisite`]).
 pub fn mpirun(cases: &[&str], sizes: &[u32]) {
+    mpirun_with(cases, sizes, &[]);
+}
+
+/// [`mpirun`] with `options` for `mpirun` itself (Open MPI's).
+pub fn mpirun_with(cases: &[&str], sizes: &[u32], options: &[&str]) {
     let exe = std::env::current_exe().expect("the test binary's path");
     for progress in ["workers", "funneled"] {
         for &n in sizes {
             for case in cases {
-                if !mpirun_case(&exe, case, n, progress) {
+                if !mpirun_case(&exe, case, n, progress, options) {
                     return;
                 }
             }
@@ -133,8 +138,15 @@ pub fn mpirun(cases: &[&str], sizes: &[u32]) {
 }
 
 /// Runs one case; false when `mpirun` is missing (outside CI).
-fn mpirun_case(exe: &std::path::Path, case: &str, n: u32, progress: &str) -> bool {
+fn mpirun_case(
+    exe: &std::path::Path,
+    case: &str,
+    n: u32,
+    progress: &str,
+    options: &[&str],
+) -> bool {
     let output = Command::new("mpirun")
+        .args(options)
         .arg("-np")
         .arg(n.to_string())
         // Open MPI: allow root (CI containers) and more ranks than cores.
@@ -164,7 +176,7 @@ fn mpirun_case(exe: &std::path::Path, case: &str, n: u32, progress: &str) -> boo
         // ". 1 passed": libtest writes "test result: ", "ok" and the
         // rest apart, and the ranks' writes interleave.
         output.status.success() && stdout.contains(". 1 passed"),
-        "{case} under mpirun -np {n} ({progress} progress) failed ({}):\n{stdout}\n{stderr}",
+        "{case} under mpirun {options:?} -np {n} ({progress} progress) failed ({}):\n{stdout}\n{stderr}",
         output.status
     );
     true

@@ -49,6 +49,9 @@ pub(crate) struct Startup {
     pub(crate) local: u32,
     /// This rank's place among them.
     pub(crate) local_rank: u32,
+    /// Whether every rank on this node passed the same mask key to
+    /// [`MpiProcess::start`] (they may use the same CPUs).
+    pub(crate) node_shares_mask: bool,
     /// The build fingerprint of every rank, by rank.
     pub(crate) fingerprints: Vec<u64>,
     pub(crate) progress: Progress,
@@ -63,14 +66,20 @@ pub(crate) struct MpiProcess {
 }
 
 impl MpiProcess {
-    /// Starts the MPI thread, which initializes MPI and exchanges
-    /// `fingerprint` with every rank. `funneled` forces funneled progress.
-    pub(crate) fn start(fingerprint: u64, funneled: bool) -> Result<(MpiProcess, Startup), String> {
+    /// Starts the MPI thread, which initializes MPI, exchanges
+    /// `fingerprint` with every rank and `mask` (a key of the CPUs this
+    /// rank may use) with the ranks of its node. `funneled` forces
+    /// funneled progress.
+    pub(crate) fn start(
+        fingerprint: u64,
+        mask: u64,
+        funneled: bool,
+    ) -> Result<(MpiProcess, Startup), String> {
         let (report, startup) = mpsc::channel();
         let (finalize, finalize_rx) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("courier-mpi".into())
-            .spawn(move || run(fingerprint, funneled, &report, &finalize_rx))
+            .spawn(move || run(fingerprint, mask, funneled, &report, &finalize_rx))
             .map_err(|e| format!("cannot start the MPI thread: {e}"))?;
         let startup = startup
             .recv()
@@ -113,6 +122,7 @@ impl Drop for MpiProcess {
 /// The body of the MPI thread.
 fn run(
     fingerprint: u64,
+    mask: u64,
     funneled: bool,
     report: &mpsc::Sender<Result<Startup, String>>,
     finalize: &mpsc::Receiver<()>,
@@ -137,6 +147,9 @@ fn run(
     world.all_gather_into(&fingerprint, &mut fingerprints[..]);
     let node = world.split_shared(rank as i32);
     let (local, local_rank) = (node.size() as u32, node.rank() as u32);
+    let mut masks = vec![0u64; local as usize];
+    node.all_gather_into(&mask, &mut masks[..]);
+    let node_shares_mask = masks.iter().all(|&m| m == mask);
     drop(node);
     let funneled = funneled || threading < Threading::Serialized;
     let startup = |progress| Startup {
@@ -144,6 +157,7 @@ fn run(
         size,
         local,
         local_rank,
+        node_shares_mask,
         fingerprints: fingerprints.clone(),
         progress,
     };
