@@ -914,15 +914,16 @@ mod tests {
     fn cores_binds_whatever_the_count_and_none_never_reads_the_mask() {
         let tcp = TransportKind::Tcp;
         let two = || vec![4, 5];
+        // Locality 1 of 3, two workers each, on three CPUs: from the third.
         assert_eq!(
             worker_cpus(
                 Binding::Cores,
                 tcp,
                 Some(HostPlace { index: 1, count: 3 }),
                 2,
-                two
+                || vec![4, 5, 6]
             ),
-            Some(vec![4, 5])
+            Some(vec![6, 4])
         );
         // Its place unknown: from the first CPU of the mask.
         assert_eq!(

@@ -29,14 +29,8 @@ pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) ->
     let fingerprint = registry().fingerprint();
     // Ranks under the launcher's own binding each have a mask of their
     // own: their place on the node is then not Courier's to use.
-    let mask = {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        crate::sched::allowed_cpus().hash(&mut hasher);
-        hasher.finish()
-    };
-    let (process, startup) =
-        MpiProcess::start(fingerprint, mask, funneled).map_err(Error::startup)?;
+    let (process, startup) = MpiProcess::start(fingerprint, crate::sched::mask_key(), funneled)
+        .map_err(Error::startup)?;
     let (rank, size) = (startup.rank, startup.size);
     if config.localities_explicit && config.localities != size {
         return Err(Error::Config(format!(

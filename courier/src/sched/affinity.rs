@@ -69,11 +69,26 @@ pub(crate) fn placement(allowed: &[usize], index: u32, workers: usize) -> Vec<us
     if len == 0 {
         return Vec::new();
     }
-    // `index × workers` modulo `len`, without overflow.
-    let first = (index as usize % len) * (workers % len) % len;
+    let first = first_cpu(index, workers, len);
     (0..workers)
         .map(|w| allowed[(first + w % len) % len])
         .collect()
+}
+
+/// `index × workers` modulo `len` (not 0), without overflow: where the
+/// locality at `index` starts among `len` CPUs.
+fn first_cpu(index: u32, workers: usize, len: usize) -> usize {
+    (index as usize % len) * (workers % len) % len
+}
+
+/// A key of the CPUs the calling thread may run on ([`allowed_cpus`]):
+/// equal keys, equal masks (up to a 64-bit hash's collisions).
+#[cfg(feature = "mpi")]
+pub(crate) fn mask_key() -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    allowed_cpus().hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The mask of the process before any of its workers was bound, kept by
@@ -148,8 +163,14 @@ mod tests {
         // More workers than CPUs: around again.
         assert_eq!(placement(&allowed, 1, 3), vec![6, 0, 2]);
         assert_eq!(placement(&[], 0, 2), Vec::<usize>::new());
-        // Absurd numbers wrap around instead of overflowing.
-        assert_eq!(placement(&allowed, u32::MAX, 2), vec![4, 6]);
+    }
+
+    #[test]
+    fn the_first_cpu_wraps_around_without_overflow() {
+        assert_eq!(first_cpu(3, 2, 4), 2);
+        assert_eq!(first_cpu(1, 3, 4), 3);
+        // (2³² − 1)·(2⁶⁴ − 1) mod 7: the factors are ≡ 3 and ≡ 1.
+        assert_eq!(first_cpu(u32::MAX, usize::MAX, 7), 3);
     }
 
     #[test]

@@ -53,6 +53,8 @@ mod task;
 mod worker;
 mod yield_now;
 
+#[cfg(feature = "mpi")]
+pub(crate) use affinity::mask_key;
 pub(crate) use affinity::{HostPlace, allowed_cpus, placement, spawn_unbound};
 pub(crate) use background::{BackgroundWork, BlockOutcome};
 pub(crate) use granularity::{set_task_threshold_ns, task_threshold_ns};

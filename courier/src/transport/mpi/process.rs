@@ -67,19 +67,19 @@ pub(crate) struct MpiProcess {
 
 impl MpiProcess {
     /// Starts the MPI thread, which initializes MPI, exchanges
-    /// `fingerprint` with every rank and `mask` (a key of the CPUs this
-    /// rank may use) with the ranks of its node. `funneled` forces
+    /// `fingerprint` with every rank and `mask_key` (a key of the CPUs
+    /// this rank may use) with the ranks of its node. `funneled` forces
     /// funneled progress.
     pub(crate) fn start(
         fingerprint: u64,
-        mask: u64,
+        mask_key: u64,
         funneled: bool,
     ) -> Result<(MpiProcess, Startup), String> {
         let (report, startup) = mpsc::channel();
         let (finalize, finalize_rx) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("courier-mpi".into())
-            .spawn(move || run(fingerprint, mask, funneled, &report, &finalize_rx))
+            .spawn(move || run(fingerprint, mask_key, funneled, &report, &finalize_rx))
             .map_err(|e| format!("cannot start the MPI thread: {e}"))?;
         let startup = startup
             .recv()
@@ -122,7 +122,7 @@ impl Drop for MpiProcess {
 /// The body of the MPI thread.
 fn run(
     fingerprint: u64,
-    mask: u64,
+    mask_key: u64,
     funneled: bool,
     report: &mpsc::Sender<Result<Startup, String>>,
     finalize: &mpsc::Receiver<()>,
@@ -147,9 +147,9 @@ fn run(
     world.all_gather_into(&fingerprint, &mut fingerprints[..]);
     let node = world.split_shared(rank as i32);
     let (local, local_rank) = (node.size() as u32, node.rank() as u32);
-    let mut masks = vec![0u64; local as usize];
-    node.all_gather_into(&mask, &mut masks[..]);
-    let node_shares_mask = masks.iter().all(|&m| m == mask);
+    let mut keys = vec![0u64; local as usize];
+    node.all_gather_into(&mask_key, &mut keys[..]);
+    let node_shares_mask = keys.iter().all(|&k| k == mask_key);
     drop(node);
     let funneled = funneled || threading < Threading::Serialized;
     let startup = |progress| Startup {
