@@ -41,16 +41,8 @@ fn worker_cpus() -> Vec<usize> {
     my_cpus()
 }
 
-/// A two-locality TCP job under `bind`; returns each locality's worker
-/// CPUs. Locality 1 is a child process running test `name` again, in
-/// which `launch` joins the job and never returns.
-fn job(bind: Binding, name: &str) -> Vec<Vec<usize>> {
-    let config = Config::new()
-        .localities(2)
-        .transport(TransportKind::Tcp)
-        .workers(1)
-        .bind(bind)
-        .child_args(["--exact", name, "--nocapture", "--test-threads=1"]);
+/// Runs a job of `config`; returns each locality's worker CPUs.
+fn cpus_of_each_locality(config: Config) -> Vec<Vec<usize>> {
     courier::launch(config, |rt| async move {
         let mut all = Vec::new();
         for l in rt.localities() {
@@ -59,6 +51,20 @@ fn job(bind: Binding, name: &str) -> Vec<Vec<usize>> {
         Ok(all)
     })
     .expect("the job ran")
+}
+
+/// A two-locality TCP job under `bind`; returns each locality's worker
+/// CPUs. Locality 1 is a child process running test `name` again, in
+/// which `launch` joins the job and never returns.
+fn job(bind: Binding, name: &str) -> Vec<Vec<usize>> {
+    cpus_of_each_locality(
+        Config::new()
+            .localities(2)
+            .transport(TransportKind::Tcp)
+            .workers(1)
+            .bind(bind)
+            .child_args(["--exact", name, "--nocapture", "--test-threads=1"]),
+    )
 }
 
 #[test]
@@ -82,17 +88,38 @@ fn unbound_workers_keep_the_mask_of_the_process() {
     assert_eq!(seen, vec![allowed.clone(), allowed]);
 }
 
-/// The MPI cases of this file and the sizes they run at: unbound by the
-/// launcher, the ranks of a node share its CPUs, and `auto` gives each
-/// rank's worker a CPU of its own.
+/// The MPI cases of this file and the sizes they run at. Unbound by the
+/// launcher, the ranks of a node share its CPUs: `auto` gives each
+/// rank's worker a CPU of its own, unless a rank's mask differs.
 #[cfg(feature = "mpi")]
 #[test]
 fn under_mpirun() {
     common::mpirun_with(
-        &["mpi_auto_binds_ranks_that_share_the_cpus"],
+        &[
+            "mpi_auto_binds_ranks_that_share_the_cpus",
+            "mpi_auto_leaves_ranks_with_masks_of_their_own_unbound",
+        ],
         &[2],
         &["--bind-to", "none"],
     );
+}
+
+#[test]
+#[ignore = "an MPI case: run by under_mpirun"]
+fn mpi_auto_leaves_ranks_with_masks_of_their_own_unbound() {
+    let allowed = two_or_more_cpus();
+    // The second rank of the node narrows its mask to the last CPU, as a
+    // launcher's binding would; one worker a rank would fill the CPUs.
+    let local_rank = std::env::var("OMPI_COMM_WORLD_LOCAL_RANK").expect("run by mpirun");
+    let last = *allowed.last().expect("not empty");
+    if local_rank == "1" {
+        let mut set = rustix::thread::CpuSet::new();
+        set.set(last);
+        rustix::thread::sched_setaffinity(None, &set).expect("narrow the mask");
+    }
+    let seen = cpus_of_each_locality(common::mpi().workers(1));
+    assert_eq!(seen[0], allowed, "rank 0 keeps its whole mask");
+    assert_eq!(seen[1], vec![last], "rank 1 keeps its own");
 }
 
 #[test]
@@ -102,14 +129,7 @@ fn mpi_auto_binds_ranks_that_share_the_cpus() {
     // Two ranks of half the CPUs' workers each fill an even mask.
     let workers = (allowed.len() / 2).max(1);
     let fills = allowed.len() >= 2 && allowed.len() % 2 == 0;
-    let seen = courier::launch(common::mpi().workers(workers), |rt| async move {
-        let mut all = Vec::new();
-        for l in rt.localities() {
-            all.push(rt.call(l, worker_cpus, ()).await?);
-        }
-        Ok(all)
-    })
-    .expect("the job ran");
+    let seen = cpus_of_each_locality(common::mpi().workers(workers));
     for (rank, cpus) in seen.iter().enumerate() {
         if fills {
             let slice = &allowed[rank * workers..(rank + 1) * workers];

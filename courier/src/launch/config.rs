@@ -111,13 +111,15 @@ impl FromStr for MpiProgress {
 /// messages tend to share one CPU while the other idles (Linux puts a
 /// woken thread on its waker's CPU). Bound, each worker of the host has
 /// a CPU of its own from those the process may use (its affinity mask,
-/// as read by the thread that calls [`launch`](crate::launch)), in turn
+/// as read by the thread that calls [`launch`](crate::launch), or under
+/// MPI once `MPI_Init`, which may bind the rank, has run), in turn
 /// across the host's localities: locality `i` of the host, with `w`
 /// workers, takes the CPUs `i·w` to `i·w + w − 1` of its mask, around
 /// again when they run out.
 ///
 /// Only worker threads are bound. Courier's other threads (timers, the
-/// quiescence waves, counter output) run on the process's CPUs. A thread
+/// quiescence waves, counter output) run on the CPUs of the thread that
+/// started them, as it was before it was bound: the process's. A thread
 /// that an action starts, and a pool such as rayon's that it builds,
 /// inherits the CPU of the worker running the action, and
 /// `std::thread::available_parallelism()` reads 1 there: a program that
@@ -142,25 +144,27 @@ impl FromStr for MpiProgress {
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[non_exhaustive]
 pub enum Binding {
-    /// [`Cores`](Binding::Cores) where the host's workers fill the CPUs
-    /// (each gets one, and fewer than a locality's workers are left
-    /// over, as with the default number of workers) and Courier knows the
-    /// locality's place among the host's: a job of several localities
+    /// [`Cores`](Binding::Cores) where Courier knows the place of each of
+    /// several localities on a host and their workers fill its CPUs (each
+    /// gets one, and fewer than a locality's workers are left over, as
+    /// with the default number of workers): a job of several localities
     /// that the program or `courier run` started on one host, or an MPI
     /// job whose ranks on a node share one mask. [`None`](Binding::None)
     /// otherwise: with more workers than CPUs; with CPUs left for other
     /// jobs, which the OS then spreads; under an MPI launcher's own
-    /// binding, which gives each rank a mask of its own; under the
+    /// binding, which gives ranks masks of their own; under the
     /// in-process transport, whose localities share the process with
-    /// others (such as tests); and for a job of one locality, which runs
-    /// in-process.
+    /// others (such as tests); and for a host that runs one locality
+    /// (`courier run -n 1`, one MPI rank a node), with no other locality
+    /// to keep off its CPUs.
     #[default]
     Auto,
     /// Every worker on a CPU of its own, around again when there are more
-    /// workers than CPUs. Where Courier does not know the locality's
-    /// place on its host (a job across hosts started by hand, ranks under
-    /// an MPI launcher's own binding), each locality starts from the
-    /// first CPU of its mask.
+    /// workers than CPUs. MPI ranks of a node that share a mask take it in
+    /// turn, as under `auto`, also when the launcher gave other ranks
+    /// other masks. Where Courier does not know the locality's place on
+    /// its host (a job across hosts started by hand), each locality starts
+    /// from the first CPU of its mask.
     Cores,
     /// Where the OS puts them.
     None,
@@ -206,7 +210,10 @@ pub(crate) fn worker_cpus(
             (place.map_or(0, |p| p.index), allowed)
         }
         Binding::Auto => {
-            let place = place.filter(|_| transport != TransportKind::Inproc)?;
+            // Binding keeps the localities of a host off each other's
+            // CPUs: there must be several, all known to Courier.
+            let place = place
+                .filter(|p| transport != TransportKind::Inproc && p.whole_host && p.count >= 2)?;
             let allowed = allowed();
             if !place.fills(workers, allowed.len()) {
                 return None;
@@ -684,23 +691,19 @@ impl Config {
     }
 
     /// The settings of one locality of this job with `workers` workers,
-    /// over `transport`, at `place` among the localities of its host.
+    /// over `transport`, at `place` among the localities of its host, with
+    /// the CPUs `allowed` gives (read only when binding).
     pub(crate) fn locality_settings(
         &self,
         workers: usize,
         liveness: LivenessSettings,
         transport: TransportKind,
         place: Option<HostPlace>,
+        allowed: impl FnOnce() -> Vec<usize>,
     ) -> Settings<'_> {
         Settings {
             workers,
-            worker_cpus: worker_cpus(
-                self.bind,
-                transport,
-                place,
-                workers,
-                crate::sched::allowed_cpus,
-            ),
+            worker_cpus: worker_cpus(self.bind, transport, place, workers, allowed),
             max_frame_bytes: self.max_frame_bytes,
             coalescing: self.coalescing,
             action_coalescing: self.action_settings().unwrap_or_default(),
@@ -880,7 +883,13 @@ mod tests {
     #[test]
     fn auto_binds_a_known_place_when_the_hosts_workers_fill_the_cpus() {
         let tcp = TransportKind::Tcp;
-        let at = |index, count| Some(HostPlace { index, count });
+        let at = |index, count| {
+            Some(HostPlace {
+                index,
+                count,
+                whole_host: true,
+            })
+        };
         let cpus = |n: usize| move || (0..n).collect::<Vec<_>>();
         // Locality 1 of 2, two workers each, four CPUs: the last two.
         assert_eq!(
@@ -907,7 +916,24 @@ mod tests {
             None
         );
         // An unreadable mask.
-        assert_eq!(worker_cpus(Binding::Auto, tcp, at(0, 1), 1, cpus(0)), None);
+        assert_eq!(worker_cpus(Binding::Auto, tcp, at(0, 2), 1, cpus(0)), None);
+        // One locality on its host (`courier run -n 1`, one rank a node):
+        // no other locality to keep off its CPUs.
+        assert_eq!(worker_cpus(Binding::Auto, tcp, at(0, 1), 2, cpus(2)), None);
+        // Two MPI ranks of four on a node, in a mask the launcher gave
+        // them alone: the launcher placed them.
+        let group = Some(HostPlace {
+            index: 1,
+            count: 2,
+            whole_host: false,
+        });
+        let mpi = TransportKind::Mpi;
+        assert_eq!(worker_cpus(Binding::Auto, mpi, group, 2, cpus(4)), None);
+        // Asked to bind, they take their slices of that mask.
+        assert_eq!(
+            worker_cpus(Binding::Cores, mpi, group, 2, cpus(4)),
+            Some(vec![2, 3])
+        );
     }
 
     #[test]
@@ -919,7 +945,11 @@ mod tests {
             worker_cpus(
                 Binding::Cores,
                 tcp,
-                Some(HostPlace { index: 1, count: 3 }),
+                Some(HostPlace {
+                    index: 1,
+                    count: 3,
+                    whole_host: true,
+                }),
                 2,
                 || vec![4, 5, 6]
             ),

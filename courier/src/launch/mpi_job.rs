@@ -22,15 +22,11 @@ pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) ->
     use super::role::{run_member, run_root, serve_until_shutdown};
     use crate::action::registry;
     use crate::runtime::Locality;
-    use crate::sched::HostPlace;
     use crate::transport::mpi::{Mpi, MpiProcess};
 
     let funneled = config.mpi_progress == super::MpiProgress::Funneled;
     let fingerprint = registry().fingerprint();
-    // Ranks under the launcher's own binding each have a mask of their
-    // own: their place on the node is then not Courier's to use.
-    let (process, startup) = MpiProcess::start(fingerprint, crate::sched::mask_key(), funneled)
-        .map_err(Error::startup)?;
+    let (process, startup) = MpiProcess::start(fingerprint, funneled).map_err(Error::startup)?;
     let (rank, size) = (startup.rank, startup.size);
     if config.localities_explicit && config.localities != size {
         return Err(Error::Config(format!(
@@ -46,7 +42,9 @@ pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) ->
     }
     let here = LocalityId::new(rank);
     let transport = Mpi::new(rank, size, startup.progress, config.max_frame_bytes);
-    let workers = config.workers_for(startup.local);
+    // The ranks that share this rank's CPUs split them.
+    let workers = config.workers_for(startup.place.count);
+    let cpus = startup.cpus;
     let locality = Locality::start(
         here,
         size,
@@ -55,10 +53,8 @@ pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) ->
             workers,
             config.liveness(here),
             TransportKind::Mpi,
-            startup.node_shares_mask.then_some(HostPlace {
-                index: startup.local_rank,
-                count: startup.local,
-            }),
+            Some(startup.place),
+            || cpus,
         ),
     )
     .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))?;

@@ -209,7 +209,12 @@ fn run_threads<T: Send + 'static>(config: &Config, main: Main<'_, T>) -> Result<
                 workers,
                 crate::runtime::LivenessSettings::OFF,
                 TransportKind::Inproc,
-                Some(HostPlace { index: rank, count }),
+                Some(HostPlace {
+                    index: rank,
+                    count,
+                    whole_host: true,
+                }),
+                crate::sched::allowed_cpus,
             ),
         )
         .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")));
@@ -397,7 +402,9 @@ fn start_tcp_locality(
             (local_localities == count).then_some(HostPlace {
                 index: here.get(),
                 count,
+                whole_host: true,
             }),
+            crate::sched::allowed_cpus,
         ),
     )
     .map_err(|e| Error::startup(format!("cannot start the worker threads of {here}: {e}")))

@@ -17,17 +17,24 @@
 //! started from a bound worker would run on that worker's CPU alone.
 //! Courier's own helper threads (timers, the quiescence waves, counter
 //! output) start through [`spawn_unbound`], which gives them back the
-//! mask the process had before its workers were bound.
+//! mask their starting thread had before it was bound. Each thread keeps
+//! its own: two jobs of one process, launched from threads with
+//! different masks, each keep to theirs.
 
 use std::thread::{Builder, JoinHandle};
 
-/// Where a locality stands among the localities of its host.
+/// Where a locality stands among the localities of its host that share
+/// its CPUs (its affinity mask).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HostPlace {
     /// Its index among them, from 0.
     pub(crate) index: u32,
-    /// How many localities the host runs.
+    /// How many they are.
     pub(crate) count: u32,
+    /// Whether they are all the host's localities: false where a
+    /// launcher gave groups of them CPUs of their own (an MPI launcher's
+    /// binding), whose placement is then the launcher's.
+    pub(crate) whole_host: bool,
 }
 
 impl HostPlace {
@@ -42,14 +49,15 @@ impl HostPlace {
     }
 }
 
-/// The CPUs the calling thread may run on (its affinity mask), in
-/// increasing order; empty where that cannot be read (and off Linux).
-/// Read from the launching thread, this is the process's mask.
+/// The CPUs the calling thread was given, in increasing order: its
+/// affinity mask, or the mask it had before [`pin_current_thread`] kept
+/// it on one CPU. Empty where that cannot be read (and off Linux). Read
+/// from the launching thread, this is the process's mask.
 pub(crate) fn allowed_cpus() -> Vec<usize> {
     #[cfg(target_os = "linux")]
     {
-        use rustix::thread::{CpuSet, sched_getaffinity};
-        match sched_getaffinity(None) {
+        use rustix::thread::CpuSet;
+        match MASK_BEFORE_PIN.get().map_or_else(current_mask, Ok) {
             Ok(set) => (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect(),
             Err(_) => Vec::new(),
         }
@@ -81,37 +89,45 @@ fn first_cpu(index: u32, workers: usize, len: usize) -> usize {
     (index as usize % len) * (workers % len) % len
 }
 
-/// A key of the CPUs the calling thread may run on ([`allowed_cpus`]):
-/// equal keys, equal masks (up to a 64-bit hash's collisions).
+/// A key of a set of CPUs: equal keys, equal sets (up to a 64-bit
+/// hash's collisions).
 #[cfg(feature = "mpi")]
-pub(crate) fn mask_key() -> u64 {
+pub(crate) fn mask_key(cpus: &[usize]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    allowed_cpus().hash(&mut hasher);
+    cpus.hash(&mut hasher);
     hasher.finish()
 }
 
-/// The mask of the process before any of its workers was bound, kept by
-/// the first [`pin_current_thread`] for [`unbind_current_thread`].
 #[cfg(target_os = "linux")]
-static PROCESS_MASK: std::sync::OnceLock<rustix::thread::CpuSet> = std::sync::OnceLock::new();
+thread_local! {
+    /// The mask this thread had before [`pin_current_thread`] first kept
+    /// it on one CPU; `None` while it never was.
+    static MASK_BEFORE_PIN: std::cell::Cell<Option<rustix::thread::CpuSet>> =
+        const { std::cell::Cell::new(None) };
+}
 
-/// Keeps the calling thread on `cpu` from now on; the first call in the
-/// process first keeps the mask the thread had (the process's, for a
-/// worker that has just started) for [`unbind_current_thread`].
+/// The calling thread's affinity mask as the kernel has it now.
+#[cfg(target_os = "linux")]
+fn current_mask() -> std::io::Result<rustix::thread::CpuSet> {
+    rustix::thread::sched_getaffinity(None).map_err(std::io::Error::from)
+}
+
+/// Keeps the calling thread on `cpu` from now on; the first call on a
+/// thread keeps the mask it had, for [`allowed_cpus`] and for the
+/// threads it starts through [`spawn_unbound`].
 pub(crate) fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
     {
-        use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
+        use rustix::thread::{CpuSet, sched_setaffinity};
         if cpu >= CpuSet::MAX_CPU {
             return Err(std::io::Error::other(format!(
                 "CPU {cpu} is beyond the {} a CPU set holds",
                 CpuSet::MAX_CPU
             )));
         }
-        if PROCESS_MASK.get().is_none() {
-            let mask = sched_getaffinity(None).map_err(std::io::Error::from)?;
-            let _ = PROCESS_MASK.set(mask);
+        if MASK_BEFORE_PIN.get().is_none() {
+            MASK_BEFORE_PIN.set(Some(current_mask()?));
         }
         let mut set = CpuSet::new();
         set.set(cpu);
@@ -127,25 +143,24 @@ pub(crate) fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
     }
 }
 
-/// Gives the calling thread back the process's mask if a worker of this
-/// process was ever bound; otherwise leaves it as it is.
-pub(crate) fn unbind_current_thread() {
-    #[cfg(target_os = "linux")]
-    if let Some(mask) = PROCESS_MASK.get() {
-        // A thread left on one CPU still runs; nothing to report.
-        let _ = rustix::thread::sched_setaffinity(None, mask);
-    }
-}
-
-/// Starts a thread of Courier's own, not a worker, on the process's CPUs
-/// whichever thread starts it ([`unbind_current_thread`]).
+/// Starts a thread that is not pinned to a CPU: started from a pinned
+/// thread (a bound worker), it runs on the CPUs that thread had before
+/// it was pinned; otherwise it inherits the caller's mask, as any thread
+/// does. Courier's own threads (timers, the quiescence waves, counter
+/// output, the workers themselves before they pin) start this way.
 pub(crate) fn spawn_unbound<F, T>(builder: Builder, body: F) -> std::io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    #[cfg(target_os = "linux")]
+    let before_pin = MASK_BEFORE_PIN.get();
     builder.spawn(move || {
-        unbind_current_thread();
+        #[cfg(target_os = "linux")]
+        if let Some(mask) = before_pin {
+            // A thread left on one CPU still runs; nothing to report.
+            let _ = rustix::thread::sched_setaffinity(None, &mask);
+        }
         body()
     })
 }
@@ -175,7 +190,11 @@ mod tests {
 
     #[test]
     fn the_hosts_workers_fill_the_cpus_with_less_than_a_locality_left() {
-        let two_of = |count| HostPlace { index: 0, count };
+        let two_of = |count| HostPlace {
+            index: 0,
+            count,
+            whole_host: true,
+        };
         assert!(two_of(2).fills(2, 4));
         assert!(
             two_of(3).fills(2, 7),
@@ -198,7 +217,7 @@ mod tests {
             // Fewer spare CPUs than a locality's workers: they fill them.
             let cpus = count as usize * workers + spare % workers;
             let allowed: Vec<usize> = (0..cpus).map(|c| c * 2 + 1).collect();
-            let place = HostPlace { index: 0, count };
+            let place = HostPlace { index: 0, count, whole_host: true };
             proptest::prop_assert!(place.fills(workers, cpus));
             let mut taken: Vec<usize> = (0..count)
                 .flat_map(|index| placement(&allowed, index, workers))
@@ -211,6 +230,15 @@ mod tests {
         }
     }
 
+    /// The calling thread's mask as the kernel has it.
+    #[cfg(target_os = "linux")]
+    fn kernel_mask() -> Vec<usize> {
+        let set = current_mask().expect("sched_getaffinity");
+        (0..rustix::thread::CpuSet::MAX_CPU)
+            .filter(|&c| set.is_set(c))
+            .collect()
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn a_pinned_thread_runs_on_its_cpu_alone_and_its_helpers_do_not() {
@@ -220,22 +248,48 @@ mod tests {
             "this test needs at least 2 CPUs in its mask, not {allowed:?}"
         );
         let cpu = *allowed.last().expect("not empty");
-        let (pinned, helper) = std::thread::spawn(move || {
+        let (pinned, given, helper) = std::thread::spawn(move || {
             pin_current_thread(cpu).expect("pin");
-            let pinned = (allowed_cpus(), rustix::thread::sched_getcpu());
-            let helper = spawn_unbound(Builder::new(), allowed_cpus)
+            let pinned = (kernel_mask(), rustix::thread::sched_getcpu());
+            let helper = spawn_unbound(Builder::new(), kernel_mask)
                 .expect("spawn")
                 .join()
                 .expect("the helper panicked");
-            (pinned, helper)
+            (pinned, allowed_cpus(), helper)
         })
         .join()
         .expect("the pinned thread panicked");
         assert_eq!(pinned, (vec![cpu], cpu));
-        assert_eq!(helper, allowed, "a helper runs on the process's CPUs");
+        assert_eq!(given, allowed, "a pinned thread was given its old mask");
+        assert_eq!(helper, allowed, "a helper runs on the CPUs before the pin");
         assert!(
             pin_current_thread(usize::MAX).is_err(),
             "a CPU beyond any set is refused"
         );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_thread_that_was_never_pinned_starts_helpers_in_its_own_mask() {
+        let allowed = allowed_cpus();
+        assert!(allowed.len() >= 2, "needs 2 CPUs, not {allowed:?}");
+        let (first, last) = (allowed[0], *allowed.last().expect("not empty"));
+        // Another thread pins itself first: its old mask is its own.
+        std::thread::spawn(move || pin_current_thread(first).expect("pin"))
+            .join()
+            .expect("the pinned thread panicked");
+        let helper = std::thread::spawn(move || {
+            // Narrowed as `taskset` or a launcher would, not pinned.
+            let mut set = rustix::thread::CpuSet::new();
+            set.set(last);
+            rustix::thread::sched_setaffinity(None, &set).expect("narrow");
+            spawn_unbound(Builder::new(), kernel_mask)
+                .expect("spawn")
+                .join()
+                .expect("the helper panicked")
+        })
+        .join()
+        .expect("the narrowed thread panicked");
+        assert_eq!(helper, vec![last], "the helper keeps its starter's mask");
     }
 }

@@ -65,24 +65,23 @@ impl Scheduler {
             let started = Arc::clone(&started);
             let cpu = cpus.as_ref().and_then(|cpus| cpus.get(index).copied());
             let thread_name = format!("{name}-worker-{index}");
-            let handle = thread::Builder::new()
-                .name(thread_name.clone())
-                .spawn(move || {
-                    if let Some(cpu) = cpu
-                        && let Err(e) = super::affinity::pin_current_thread(cpu)
-                    {
-                        tracing::warn!(
-                            "{thread_name} stays unbound: cannot keep it on CPU {cpu}: {e}"
-                        );
-                    }
-                    on_start(index);
-                    // Before `start` returns: a counter of this worker's
-                    // events read at once finds its thread.
-                    sched.perf.register_current_thread(index);
-                    *started.0.lock() += 1;
-                    started.1.notify_all();
-                    worker::run(sched, index, local, offers);
-                })?;
+            // Unbound first: started from a bound worker of another job,
+            // a worker not bound itself would stay on that worker's CPU.
+            let builder = thread::Builder::new().name(thread_name.clone());
+            let handle = super::affinity::spawn_unbound(builder, move || {
+                if let Some(cpu) = cpu
+                    && let Err(e) = super::affinity::pin_current_thread(cpu)
+                {
+                    tracing::warn!("{thread_name} stays unbound: cannot keep it on CPU {cpu}: {e}");
+                }
+                on_start(index);
+                // Before `start` returns: a counter of this worker's
+                // events read at once finds its thread.
+                sched.perf.register_current_thread(index);
+                *started.0.lock() += 1;
+                started.1.notify_all();
+                worker::run(sched, index, local, offers);
+            })?;
             threads.push(handle);
         }
         let count = threads.len();

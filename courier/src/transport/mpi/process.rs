@@ -1,5 +1,6 @@
 //! The MPI thread of a process: it initializes MPI, answers the start-up
-//! questions (rank, size, ranks per node, every rank's build fingerprint),
+//! questions (rank, size, its place among the ranks of its node, every
+//! rank's build fingerprint),
 //! finalizes MPI at the end, and, when MPI grants only
 //! `MPI_THREAD_FUNNELED` (or when asked to), makes every MPI call of the
 //! locality: the workers then hand it frames to send and take the frames it
@@ -15,6 +16,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 
 use super::funnel::Funnel;
 use super::state::State;
+use crate::sched::{HostPlace, allowed_cpus, mask_key, spawn_unbound};
 
 /// How the locality's MPI calls are made.
 #[derive(Debug)]
@@ -45,13 +47,13 @@ unsafe impl Send for SendWorld {}
 pub(crate) struct Startup {
     pub(crate) rank: u32,
     pub(crate) size: u32,
-    /// Ranks on this node (`MPI_COMM_TYPE_SHARED`).
-    pub(crate) local: u32,
-    /// This rank's place among them.
-    pub(crate) local_rank: u32,
-    /// Whether every rank on this node passed the same mask key to
-    /// [`MpiProcess::start`] (they may use the same CPUs).
-    pub(crate) node_shares_mask: bool,
+    /// The CPUs this rank may use once MPI is initialized (a library may
+    /// bind the rank within `MPI_Init`), read on the MPI thread.
+    pub(crate) cpus: Vec<usize>,
+    /// This rank among the ranks of its node (`MPI_COMM_TYPE_SHARED`)
+    /// that may use the same CPUs: all of them unless the launcher gave
+    /// ranks masks of their own.
+    pub(crate) place: HostPlace,
     /// The build fingerprint of every rank, by rank.
     pub(crate) fingerprints: Vec<u64>,
     pub(crate) progress: Progress,
@@ -67,20 +69,16 @@ pub(crate) struct MpiProcess {
 
 impl MpiProcess {
     /// Starts the MPI thread, which initializes MPI, exchanges
-    /// `fingerprint` with every rank and `mask_key` (a key of the CPUs
-    /// this rank may use) with the ranks of its node. `funneled` forces
-    /// funneled progress.
-    pub(crate) fn start(
-        fingerprint: u64,
-        mask_key: u64,
-        funneled: bool,
-    ) -> Result<(MpiProcess, Startup), String> {
+    /// `fingerprint` with every rank and the CPUs it may use with the
+    /// ranks of its node. `funneled` forces funneled progress.
+    pub(crate) fn start(fingerprint: u64, funneled: bool) -> Result<(MpiProcess, Startup), String> {
         let (report, startup) = mpsc::channel();
         let (finalize, finalize_rx) = mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("courier-mpi".into())
-            .spawn(move || run(fingerprint, mask_key, funneled, &report, &finalize_rx))
-            .map_err(|e| format!("cannot start the MPI thread: {e}"))?;
+        let thread = std::thread::Builder::new().name("courier-mpi".into());
+        let thread = spawn_unbound(thread, move || {
+            run(fingerprint, funneled, &report, &finalize_rx)
+        })
+        .map_err(|e| format!("cannot start the MPI thread: {e}"))?;
         let startup = startup
             .recv()
             .map_err(|_| "the MPI thread ended during start-up".to_owned())??;
@@ -122,7 +120,6 @@ impl Drop for MpiProcess {
 /// The body of the MPI thread.
 fn run(
     fingerprint: u64,
-    mask_key: u64,
     funneled: bool,
     report: &mpsc::Sender<Result<Startup, String>>,
     finalize: &mpsc::Receiver<()>,
@@ -146,18 +143,19 @@ fn run(
     let mut fingerprints = vec![0u64; size as usize];
     world.all_gather_into(&fingerprint, &mut fingerprints[..]);
     let node = world.split_shared(rank as i32);
-    let (local, local_rank) = (node.size() as u32, node.rank() as u32);
-    let mut keys = vec![0u64; local as usize];
-    node.all_gather_into(&mask_key, &mut keys[..]);
-    let node_shares_mask = keys.iter().all(|&k| k == mask_key);
+    let rank_on_node = node.rank() as usize;
+    let cpus = allowed_cpus();
+    let mask = mask_key(&cpus);
+    let mut masks = vec![0u64; node.size() as usize];
+    node.all_gather_into(&mask, &mut masks[..]);
     drop(node);
+    let place = place_among(&masks, rank_on_node, mask);
     let funneled = funneled || threading < Threading::Serialized;
     let startup = |progress| Startup {
         rank,
         size,
-        local,
-        local_rank,
-        node_shares_mask,
+        cpus: cpus.clone(),
+        place,
         fingerprints: fingerprints.clone(),
         progress,
     };
@@ -173,4 +171,41 @@ fn run(
     // Finalize once the locality is done with MPI.
     let _ = finalize.recv();
     drop(universe);
+}
+
+/// The place of the rank at `rank` among the ranks of a node whose masks
+/// have the keys `masks`, among those with its own key `mask`.
+fn place_among(masks: &[u64], rank: usize, mask: u64) -> HostPlace {
+    let same = |m: &&u64| **m == mask;
+    let count = masks.iter().filter(same).count();
+    HostPlace {
+        index: masks[..rank].iter().filter(same).count() as u32,
+        count: count as u32,
+        whole_host: count == masks.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rank_is_placed_among_the_ranks_with_its_mask() {
+        // Two packages, ranks alternating between them.
+        let masks = [7, 9, 7, 9];
+        let place = |rank| place_among(&masks, rank, masks[rank]);
+        assert_eq!((place(2).index, place(2).count), (1, 2));
+        assert_eq!((place(1).index, place(1).count), (0, 2));
+        assert_eq!((place(3).index, place(3).count), (1, 2));
+        assert!(!place(0).whole_host);
+        let shared = place_among(&[5, 5, 5], 2, 5);
+        assert_eq!(
+            shared,
+            HostPlace {
+                index: 2,
+                count: 3,
+                whole_host: true
+            }
+        );
+    }
 }
