@@ -299,8 +299,9 @@ fn split_bursts(policy: AdaptivePolicy) -> (f64, f64) {
 /// four parts over loopback TCP).
 /// Once the tuning loop knows α (its first epoch) and the worker its last
 /// burst, each burst of 300 leaves in parts (in process, where a message
-/// costs less than a call, of the fewest calls: 64); `split=0` sends
-/// them whole, `split=100` in parts of 100.
+/// costs less than a call, of the fewest calls: 64), below the tuner's
+/// count for it (a quarter of the burst, 75); `split=0` sends them
+/// whole, `split=50` in parts of 50.
 #[test]
 fn a_burst_of_awaited_calls_leaves_split_into_parts() {
     let (bursts, parts) = split_bursts(AdaptivePolicy::DEFAULT);
@@ -317,11 +318,11 @@ fn a_burst_of_awaited_calls_leaves_split_into_parts() {
         bursts > 0.0 && parts == 0.0,
         "{bursts} bursts, {parts} parts"
     );
-    let hundred = AdaptivePolicy {
-        split: Some(100),
+    let fifty = AdaptivePolicy {
+        split: Some(50),
         ..AdaptivePolicy::DEFAULT
     };
-    let (bursts, parts) = split_bursts(hundred);
+    let (bursts, parts) = split_bursts(fifty);
     assert!(
         parts >= bursts,
         "{bursts} bursts of 300 calls, {parts} parts"

@@ -11,7 +11,10 @@
 //!
 //! 1. the model's setting (`model.rs`, `n* = √(2Qα/κ)` within the bounds,
 //!    and for traffic that tolerates delay at least the calls awaited
-//!    together: they were issued together),
+//!    together, which were issued together: a burst that fits in a
+//!    message goes in [`BURST_PARTS`] parts, so that its first responses
+//!    come back while the rest is issued, or in one where the parts
+//!    would be small),
 //!    unless the one in force is close to it, or the traffic tolerates
 //!    delay and the one in force sends buffers of `n*` to `4n*` parcels
 //!    already (counting what its timer cuts short: `parcels_held`): the
@@ -19,10 +22,12 @@
 //!    search goes on from it (step 2 with four times what it holds,
 //!    judged against the epochs that made the phase), as moving down to
 //!    `n*` first would cost a short phase its dearest trial;
-//! 2. for traffic that tolerates delay (posts, many calls awaited together), four
-//!    times as many parcels a message, to see whether the model's α
-//!    undervalued a message (a receiver's cost per message, cache effects:
-//!    what α does not see);
+//! 2. for traffic that tolerates delay (posts, more calls awaited
+//!    together than a message holds), four times as many parcels a
+//!    message, to see whether the model's α undervalued a message (a
+//!    receiver's cost per message, cache effects: what α does not see);
+//!    not for a burst that fits in a message, whose larger count would
+//!    only make its calls wait;
 //! 3. back to the model's setting if the larger one raised the cost per
 //!    parcel by more than [`TOLERANCE`]. Within it, the larger one stays:
 //!    the cost of coalescing is flat above its optimum and steep below
@@ -238,6 +243,17 @@ fn wait(traffic: &Traffic, kappa: f64) -> Wait {
     }
 }
 
+/// Parts a message each of a burst of awaited calls that fits in one
+/// ([`Tuner::in_parts`]): the responder answers the first part while the
+/// caller issues the rest. Bursts of 500 awaited calls came back in
+/// 113–115 µs sent in 2, 4 or 8 parts under a static count, 144 µs in
+/// one message of 500 and 182 µs in one of up to 2,000; under adaptive,
+/// 109–124 µs in parts of 125, within 3 % of the static 250, where the
+/// burst split by the model's `split` (two parts of 250 at the
+/// count of the burst) took 123–131 µs (BENCHMARKS.md, issue #15,
+/// twenty-third part). The middle of the flat stretch; tune me.
+const BURST_PARTS: f64 = 4.0;
+
 /// The most parcels a message of the model's setting for which awaited
 /// calls get a trial without coalescing: the calls the model would put
 /// in one message are few, so a message a call is not many more. A
@@ -371,8 +387,9 @@ pub(crate) struct Decision {
 /// Where the tuner is within a phase.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Step {
-    /// The model's setting is in force; the next epoch measures it.
-    Measure { model: Coalescing },
+    /// The model's setting is in force; the next epoch measures it, and
+    /// a larger one is tried next if `search`.
+    Measure { model: Coalescing, search: bool },
     /// The larger setting is in force; the next epoch measures it against
     /// the model's cost.
     Compare { model: Coalescing, model_ns: f64 },
@@ -613,7 +630,7 @@ impl Tuner {
         let cost = measured.cost_ns;
         match self.step {
             Step::Settled => None,
-            Step::Measure { model } => {
+            Step::Measure { model, search } => {
                 self.step = Step::Settled;
                 if self.in_phase >= 2 {
                     // No room left for a trial and its way back: off
@@ -632,7 +649,7 @@ impl Tuner {
                     };
                     return self.decide(Coalescing::Off, Reason::TryOff { latency_ns });
                 }
-                if self.kappa(&epoch.traffic) >= LATENCY_BOUND_KAPPA {
+                if self.kappa(&epoch.traffic) >= LATENCY_BOUND_KAPPA || !search {
                     return None;
                 }
                 self.try_larger(model, f64::from(policy.num_parcels), &epoch.traffic, cost)
@@ -679,9 +696,14 @@ impl Tuner {
             self.in_phase = 0;
         }
         let kappa = self.kappa(traffic);
-        let tolerant = kappa < LATENCY_BOUND_KAPPA;
+        // A burst that fits in a message gets no larger trial: a larger
+        // count only makes its calls wait for the timer or the idle
+        // flush, and the cost per parcel, which would judge it, does not
+        // see that wait (bursts of 500 came back in 144 µs under 500
+        // parcels a message, 182 µs under the 2,000 the trial kept).
+        let search = kappa < LATENCY_BOUND_KAPPA && self.burst(traffic).is_none();
         let (n, model) = self.model(traffic, machine);
-        self.step = Step::Measure { model };
+        self.step = Step::Measure { model, search };
         if stood_in
             && let Coalescing::Count(policy) = model
             && self.worth_trying_off(&policy, machine)
@@ -693,7 +715,7 @@ impl Tuner {
             self.samples = Samples::default();
             return None;
         }
-        if tolerant && let Some(held) = self.holds_between(traffic, n, n * LARGER) {
+        if search && let Some(held) = self.holds_between(traffic, n, n * LARGER) {
             // Already where the model's search begins, on the cheap side
             // of the optimum: moving down to the model's count first would
             // cost the phase its dearest trial. The epochs that made the
@@ -717,14 +739,39 @@ impl Tuner {
         )
     }
 
+    /// The calls of a burst of `traffic` that fits in a message: calls
+    /// awaited together, in traffic that tolerates delay, no more than a
+    /// message of the bounds holds. `None` for other traffic.
+    fn burst(&self, traffic: &Traffic) -> Option<f64> {
+        let most = f64::from(self.bounds.max_parcels)
+            .min(self.bounds.max_bytes as f64 / traffic.bytes_per_parcel.max(1.0));
+        (self.kappa(traffic) < LATENCY_BOUND_KAPPA
+            && traffic.mostly_awaited()
+            && traffic.together <= most)
+            .then_some(traffic.together)
+    }
+
+    /// The calls a message of a burst of `traffic` sent in
+    /// [`BURST_PARTS`] parts, where its parts hold more than
+    /// [`SMALL_COUNT`] calls each (fewer are issued within a round trip:
+    /// 500 took some 100 µs).
+    fn in_parts(&self, traffic: &Traffic) -> Option<f64> {
+        self.burst(traffic)
+            .filter(|&calls| calls > BURST_PARTS * f64::from(SMALL_COUNT))
+            .map(|calls| calls / BURST_PARTS)
+    }
+
     /// The model's parcels a message for `traffic`, and its setting.
     fn model(&self, traffic: &Traffic, machine: &Machine) -> (f64, Coalescing) {
         let kappa = self.kappa(traffic);
         // Many calls awaited together, in traffic that tolerates delay,
-        // were issued together: a message that holds them all sends them
-        // at once (a burst, a batch), so the count is at least the calls
-        // awaited with each.
-        let together = if kappa < LATENCY_BOUND_KAPPA && traffic.mostly_awaited() {
+        // were issued together, not a few at a time as `n*` would send
+        // them: a burst goes in parts ([`Tuner::in_parts`]) or in one
+        // message, and more calls than a message holds (a batch) go a
+        // message of the bounds at a time.
+        let together = if let Some(part) = self.in_parts(traffic) {
+            part
+        } else if kappa < LATENCY_BOUND_KAPPA && traffic.mostly_awaited() {
             traffic.together
         } else {
             0.0
@@ -823,7 +870,11 @@ impl Tuner {
     /// decisions it had made. A new phase confirmed under the stand-in
     /// keeps off without the trial its model's few parcels a message
     /// would get (that trial is what ran, with nothing to compare it to),
-    /// and one left with a single decision makes no trial at all.
+    /// and one left with a single decision makes no trial at all. Not
+    /// for bursts sent in parts ([`Tuner::in_parts`]), which off would
+    /// send a message a call: bursts of 500 awaited calls came back in
+    /// 1.3–2.0 ms under off, 0.1–0.14 ms in parts (BENCHMARKS.md, issue
+    /// #15).
     fn off_until_confirmed(
         &mut self,
         phase: Option<&Traffic>,
@@ -839,6 +890,7 @@ impl Tuner {
             || traffic.parcels_per_s * PhaseChange::RATE >= phase.parcels_per_s
             || !traffic.mostly_awaited()
             || wait_ns < STAND_IN_WAIT_NS
+            || self.in_parts(traffic).is_some()
             || !self.holds_far_longer(traffic, machine)
         {
             return None;
@@ -1272,21 +1324,22 @@ mod tests {
         // A batch's tail (a tenth of its rate, still awaited many
         // together) waits for the ten epochs of a slowdown.
         let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
-        run(&mut tuner, awaited(6e6, 1000.0), 0.0, 0.0, 20);
-        let tail = epoch(awaited(6e5, 1000.0), tuner.in_force(), 0.0, 0.0, 0);
+        run(&mut tuner, awaited(6e6, 20_000.0), 0.0, 0.0, 20);
+        let tail = epoch(awaited(6e5, 20_000.0), tuner.in_force(), 0.0, 0.0, 0);
         for _ in 1..CONFIRM_SLOWER_EPOCHS {
             assert_eq!(tuner.observe(&tail, &MACHINE), None);
         }
         assert!(tuner.observe(&tail, &MACHINE).is_some());
     }
 
-    /// A tuner settled on bursts of 2,000 awaited calls at 186,000 a second
-    /// (the toy's), and the steady 50,000 a second awaited 20 together that
-    /// follow them: the model's count for those is 20 (κ = 0.05), where
-    /// the bursts' setting holds some 500 of them a buffer.
+    /// A tuner settled on bursts of 8,000 awaited calls at 186,000 a
+    /// second (sent in parts of 2,000), and the steady 50,000 a second
+    /// awaited 20 together that follow them: the model's count for those
+    /// is 20 (κ = 0.05), where the bursts' setting holds some 500 of them
+    /// a buffer.
     fn bursts_then_steady() -> (Tuner, Coalescing, Traffic) {
         let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
-        run(&mut tuner, awaited(1.86e5, 2000.0), 0.0, 0.0, 20);
+        run(&mut tuner, awaited(1.86e5, 8000.0), 0.0, 0.0, 20);
         let bursts = tuner.in_force();
         let held = parcels_held(
             &count(bursts).expect("bursts are coalesced"),
@@ -1451,13 +1504,25 @@ mod tests {
     }
 
     #[test]
-    fn calls_awaited_together_share_a_message() {
+    fn calls_awaited_together_go_in_parts_or_a_message_of_the_bounds() {
         // 500 calls awaited together at 100,000/s: √(2Qα/κ) is 26
-        // parcels, but the 500 were issued at once and go in one message.
-        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
-        let decisions = run(&mut tuner, awaited(1e5, 500.0), 0.0, 0.0, 5);
-        let first = decisions.first().and_then(|d| count(d.setting));
-        assert_eq!(first.map(|p| p.num_parcels), Some(500), "{decisions:?}");
+        // parcels, but the 500 were issued at once: a quarter of them a
+        // message, and no trial of more, whatever it would cost a parcel.
+        let only = |traffic: Traffic, max_bytes| {
+            let bounds = AdaptivePolicy {
+                max_bytes,
+                ..AdaptivePolicy::DEFAULT
+            };
+            let mut tuner = Tuner::new(Coalescing::default(), bounds.into());
+            let decisions = run(&mut tuner, traffic, 0.0, 0.0, 50);
+            assert_eq!(decisions.len(), 1, "{decisions:?}");
+            count(decisions[0].setting).map(|p| p.num_parcels)
+        };
+        assert_eq!(only(awaited(1e5, 500.0), 1 << 16), Some(125));
+        // 200 together are issued within a round trip: one message.
+        assert_eq!(only(awaited(1e5, 200.0), 1 << 16), Some(200));
+        // More than a message of the bounds holds (a batch): its bound.
+        assert_eq!(only(awaited(1e5, 500.0), 400 * 16), Some(400));
     }
 
     #[test]
@@ -1593,6 +1658,10 @@ mod tests {
             "{decisions:?}"
         );
         assert!(decisions.len() <= 3, "{decisions:?}");
+        assert!(
+            decisions.iter().all(|d| d.setting != Coalescing::Off),
+            "bursts sent a message a call: {decisions:?}"
+        );
     }
 
     #[test]
