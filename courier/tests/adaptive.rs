@@ -257,7 +257,7 @@ fn a_batch_issued_in_one_poll_is_awaited_together_while_it_is_issued() {
     .unwrap();
 }
 
-/// Bursts of 300 awaited calls, each issued in one poll and awaited
+/// Bursts of 200 awaited calls, each issued in one poll and awaited
 /// before the next after a pause, for 150 ms under `policy`; checks every
 /// result and returns the bursts and the parts this locality split them
 /// into (`/coalescing/count/flush-split`).
@@ -270,7 +270,7 @@ fn split_bursts(policy: AdaptivePolicy) -> (f64, f64) {
         let start = std::time::Instant::now();
         let mut bursts = 0.0;
         while start.elapsed() < Duration::from_millis(150) {
-            let calls: Vec<_> = (0..300u64).map(|i| rt.call(peer, echo, (i,))).collect();
+            let calls: Vec<_> = (0..200u64).map(|i| rt.call(peer, echo, (i,))).collect();
             for (i, call) in calls.into_iter().enumerate() {
                 assert_eq!(call.await?, i as u64);
             }
@@ -298,16 +298,16 @@ fn split_bursts(policy: AdaptivePolicy) -> (f64, f64) {
 /// (toy's bursts of 500 after a batch came back 7–9 % sooner in three or
 /// four parts over loopback TCP).
 /// Once the tuning loop knows α (its first epoch) and the worker its last
-/// burst, each burst of 300 leaves in parts (in process, where a message
+/// burst, each burst of 200 leaves in parts (in process, where a message
 /// costs less than a call, of the fewest calls: 64), below the tuner's
-/// count for it (a quarter of the burst, 75); `split=0` sends them
-/// whole, `split=50` in parts of 50.
+/// count for it (the burst: too few calls for the tuner's own four
+/// parts); `split=0` sends them whole, `split=50` in parts of 50.
 #[test]
 fn a_burst_of_awaited_calls_leaves_split_into_parts() {
     let (bursts, parts) = split_bursts(AdaptivePolicy::DEFAULT);
     assert!(
         parts >= bursts / 2.0,
-        "{bursts} bursts of 300 calls, {parts} parts"
+        "{bursts} bursts of 200 calls, {parts} parts"
     );
     let whole = AdaptivePolicy {
         split: Some(0),
@@ -325,7 +325,7 @@ fn a_burst_of_awaited_calls_leaves_split_into_parts() {
     let (bursts, parts) = split_bursts(fifty);
     assert!(
         parts >= bursts,
-        "{bursts} bursts of 300 calls, {parts} parts"
+        "{bursts} bursts of 200 calls, {parts} parts"
     );
 }
 

@@ -250,7 +250,7 @@ fn wait(traffic: &Traffic, kappa: f64) -> Wait {
 /// one message of 500 and 182 µs in one of up to 2,000; under adaptive,
 /// 109–124 µs in parts of 125, within 3 % of the static 250, where the
 /// burst split by the model's `split` (two parts of 250 at the
-/// count of the burst) took 123–131 µs (BENCHMARKS.md, issue #15,
+/// count of the burst) took 123–138 µs (BENCHMARKS.md, issue #15,
 /// twenty-third part). The middle of the flat stretch; tune me.
 const BURST_PARTS: f64 = 4.0;
 
@@ -1333,7 +1333,8 @@ mod tests {
     }
 
     /// A tuner settled on bursts of 8,000 awaited calls at 186,000 a
-    /// second (sent in parts of 2,000), and the steady 50,000 a second
+    /// second (more than a message of 64 KiB holds: 4,096 a message),
+    /// and the steady 50,000 a second
     /// awaited 20 together that follow them: the model's count for those
     /// is 20 (κ = 0.05), where the bursts' setting holds some 500 of them
     /// a buffer.
