@@ -168,6 +168,13 @@ impl Bounds {
         };
         Bounds { max_bytes, ..self }
     }
+
+    /// The most parcels of `traffic` a message within these bounds holds
+    /// (by its parcels and by its bytes).
+    pub(crate) fn most_parcels(&self, traffic: &Traffic) -> f64 {
+        let by_bytes = self.max_bytes as f64 / traffic.bytes_per_parcel.max(1.0);
+        by_bytes.min(f64::from(self.max_parcels))
+    }
 }
 
 /// The parcels a message should carry: `√(2Qα/κ)`, at least 1.
@@ -216,12 +223,8 @@ pub(crate) fn count_policy(
     bounds: &Bounds,
     wait: Wait,
 ) -> CountPolicy {
-    let by_bytes = bounds.max_bytes as f64 / traffic.bytes_per_parcel.max(1.0);
     let parcels = if parcels.is_finite() { parcels } else { 1.0 };
-    let parcels = parcels
-        .min(by_bytes)
-        .min(f64::from(bounds.max_parcels))
-        .max(1.0);
+    let parcels = parcels.min(bounds.most_parcels(traffic)).max(1.0);
     let fill_times_us =
         || (parcels / traffic.parcels_per_s.max(1.0) * 1e6 * FILL_TIMES_PER_INTERVAL) as u64;
     let interval_us = match wait {

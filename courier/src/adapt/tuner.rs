@@ -743,12 +743,10 @@ impl Tuner {
     /// awaited together, in traffic that tolerates delay, no more than a
     /// message of the bounds holds. `None` for other traffic.
     fn burst(&self, traffic: &Traffic) -> Option<f64> {
-        let most = f64::from(self.bounds.max_parcels)
-            .min(self.bounds.max_bytes as f64 / traffic.bytes_per_parcel.max(1.0));
         (self.kappa(traffic) < LATENCY_BOUND_KAPPA
             && traffic.mostly_awaited()
-            && traffic.together <= most)
-            .then_some(traffic.together)
+            && traffic.together <= self.bounds.most_parcels(traffic))
+        .then_some(traffic.together)
     }
 
     /// The calls a message of a burst of `traffic` sent in
@@ -769,10 +767,8 @@ impl Tuner {
         // them: a burst goes in parts ([`Tuner::in_parts`]) or in one
         // message, and more calls than a message holds (a batch) go a
         // message of the bounds at a time.
-        let together = if let Some(part) = self.in_parts(traffic) {
-            part
-        } else if kappa < LATENCY_BOUND_KAPPA && traffic.mostly_awaited() {
-            traffic.together
+        let together = if kappa < LATENCY_BOUND_KAPPA && traffic.mostly_awaited() {
+            self.in_parts(traffic).unwrap_or(traffic.together)
         } else {
             0.0
         };
@@ -1334,10 +1330,9 @@ mod tests {
 
     /// A tuner settled on bursts of 8,000 awaited calls at 186,000 a
     /// second (more than a message of 64 KiB holds: 4,096 a message),
-    /// and the steady 50,000 a second
-    /// awaited 20 together that follow them: the model's count for those
-    /// is 20 (κ = 0.05), where the bursts' setting holds some 500 of them
-    /// a buffer.
+    /// and the steady 50,000 a second awaited 20 together that follow
+    /// them: the model's count for those is 20 (κ = 0.05), where the
+    /// bursts' setting holds some 500 of them a buffer.
     fn bursts_then_steady() -> (Tuner, Coalescing, Traffic) {
         let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, awaited(1.86e5, 8000.0), 0.0, 0.0, 20);
