@@ -751,8 +751,9 @@ impl Tuner {
 
     /// The calls a message of a burst of `traffic` sent in
     /// [`BURST_PARTS`] parts, where its parts hold more than
-    /// [`SMALL_COUNT`] calls each (fewer are issued within a round trip:
-    /// 500 took some 100 µs).
+    /// [`SMALL_COUNT`] calls each: fewer, a guess says, are issued within
+    /// about a round trip, and parts of them would overlap little (not
+    /// measured: the toy's bursts are of 500).
     fn in_parts(&self, traffic: &Traffic) -> Option<f64> {
         self.burst(traffic)
             .filter(|&calls| calls > BURST_PARTS * f64::from(SMALL_COUNT))
