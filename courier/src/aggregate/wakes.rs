@@ -17,8 +17,16 @@ use rustc_hash::FxHashMap;
 
 /// How late the timer thread wakes a task whose wake-up the workers
 /// watch: a backup, for when no worker got to it (all busy with long
-/// tasks, or parked after a lost core). A guess, tune me.
-pub(crate) const WATCHED_GRACE_NS: u64 = 50_000;
+/// tasks). An idle worker spins for a watched wake-up, so the backup
+/// is seldom needed; but the thread wakes for it, due or taken, and on
+/// a busy core that wake-up preempts a worker. At 50 µs, a paced stream
+/// of a call every 20 µs, each after a sleep (the toy's steady phase),
+/// woke the thread some 21,000 times a second; each took the core from
+/// a worker, and the calls' median latency was 31–40 µs. At 1 ms the
+/// thread woke a tenth as often and the median was 13–16 µs (issue #15,
+/// twenty-fourth part). A task kept waiting this long is one whose
+/// workers all ran tasks of a millisecond or more.
+pub(crate) const WATCHED_GRACE_NS: u64 = 1_000_000;
 
 /// The pending wake-ups of one locality's tasks.
 #[derive(Debug, Default)]
