@@ -75,7 +75,7 @@ use std::fmt;
 use super::model::{
     Bounds, Machine, Traffic, Wait, best_parcels_per_message, count_policy, parcels_held,
 };
-use crate::aggregate::{Coalescing, CountPolicy, PATIENT_WAIT_US};
+use crate::aggregate::{Coalescing, CountPolicy, MIN_SPLIT_PARCELS, PATIENT_WAIT_US};
 
 /// What one epoch of counters says of one action towards one destination.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -243,15 +243,18 @@ fn wait(traffic: &Traffic, kappa: f64) -> Wait {
     }
 }
 
-/// Parts a message each of a burst of awaited calls that fits in one
-/// ([`Tuner::in_parts`]): the responder answers the first part while the
-/// caller issues the rest. Bursts of 500 awaited calls came back in
-/// 113–115 µs sent in 2, 4 or 8 parts under a static count, 144 µs in
-/// one message of 500 and 182 µs in one of up to 2,000; under adaptive,
-/// 109–124 µs in parts of 125, within 3 % of the static 250, where the
-/// burst split by the model's `split` (two parts of 250 at the
-/// count of the burst) took 123–138 µs (BENCHMARKS.md, issue #15,
-/// twenty-third part). The middle of the flat stretch; tune me.
+/// How many messages a burst of awaited calls that fits in one is sent
+/// in ([`Tuner::in_parts`]): the responder answers the first part while
+/// the caller issues the rest. Bursts of 500 awaited calls came back in
+/// 113–115 µs sent in messages of 125 or 250 under a static count, 144 µs
+/// in one message of 500 and 182 µs in one of up to 2,000; under
+/// adaptive, 109–124 µs in parts of 125, within 3 % of the static 250,
+/// where the burst split by the model's `split` alone (two parts of 250
+/// at the count of the burst) took 123–138 µs (BENCHMARKS.md, issue #15,
+/// twenty-third part). The aggregator's own split of a worker's burst
+/// (`Aggregator::split_parcels`) still applies under the count this
+/// sets: a frame leaves at the smaller of the two. The middle of the flat
+/// stretch; tune me.
 const BURST_PARTS: f64 = 4.0;
 
 /// The most parcels a message of the model's setting for which awaited
@@ -743,21 +746,23 @@ impl Tuner {
     /// awaited together, in traffic that tolerates delay, no more than a
     /// message of the bounds holds. `None` for other traffic.
     fn burst(&self, traffic: &Traffic) -> Option<f64> {
-        (self.kappa(traffic) < LATENCY_BOUND_KAPPA
+        // `together` below 1: how the calls overlap is not known.
+        (traffic.together >= 1.0
+            && self.kappa(traffic) < LATENCY_BOUND_KAPPA
             && traffic.mostly_awaited()
             && traffic.together <= self.bounds.most_parcels(traffic))
         .then_some(traffic.together)
     }
 
     /// The calls a message of a burst of `traffic` sent in
-    /// [`BURST_PARTS`] parts, where its parts hold more than
-    /// [`SMALL_COUNT`] calls each: fewer, a guess says, are issued within
-    /// about a round trip, and parts of them would overlap little (not
-    /// measured: the toy's bursts are of 500).
+    /// [`BURST_PARTS`] parts (rounded up), where its parts hold at least
+    /// [`MIN_SPLIT_PARCELS`] calls each, the fewest the aggregator puts in
+    /// a part of a burst it splits: smaller parts cost more in messages
+    /// than their overlap saves.
     fn in_parts(&self, traffic: &Traffic) -> Option<f64> {
         self.burst(traffic)
-            .filter(|&calls| calls > BURST_PARTS * f64::from(SMALL_COUNT))
-            .map(|calls| calls / BURST_PARTS)
+            .filter(|&calls| calls >= BURST_PARTS * f64::from(MIN_SPLIT_PARCELS))
+            .map(|calls| (calls / BURST_PARTS).ceil())
     }
 
     /// The model's parcels a message for `traffic`, and its setting.
@@ -833,7 +838,9 @@ impl Tuner {
     /// `policy`, get a trial without coalescing, judged by how long they
     /// take to come back: most of the phase's parcels are awaited calls,
     /// the model puts few in a message ([`SMALL_COUNT`]), and a message
-    /// a call takes at most [`AFFORDABLE_OFF`] of a core. The model
+    /// a call takes at most [`AFFORDABLE_OFF`] of a core, and they are not
+    /// a burst sent in parts ([`Tuner::in_parts`]; see
+    /// `off_until_confirmed` for what off cost bursts). The model
     /// prices a parcel's wait in a buffer (κ·n/2Q) but not the queues a
     /// loaded locality adds, nor how many calls are awaited together
     /// when a busy worker issues them one by one without running out of
@@ -847,6 +854,7 @@ impl Tuner {
         phase.mostly_awaited()
             && policy.num_parcels <= SMALL_COUNT
             && affordable_off(&phase, machine)
+            && self.in_parts(&phase).is_none()
     }
 
     /// Off in force at the first epoch of awaited calls that slowed down
@@ -1520,6 +1528,37 @@ mod tests {
         assert_eq!(only(awaited(1e5, 200.0), 1 << 16), Some(200));
         // More than a message of the bounds holds (a batch): its bound.
         assert_eq!(only(awaited(1e5, 500.0), 400 * 16), Some(400));
+    }
+
+    #[test]
+    fn a_burst_just_large_enough_for_parts_gets_parts_of_the_floor_and_no_off_trial() {
+        // 257 calls awaited together at 30,000/s: four parts, rounded up
+        // to 65 calls (not 64, a count small enough for a trial of off),
+        // and however slowly they come back, no trial of off.
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        let decisions = run_timed(&mut tuner, awaited(3e4, 257.0), 50, latency(80.0, 300.0));
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        assert_eq!(count(decisions[0].setting).map(|p| p.num_parcels), Some(65));
+        assert!(count(tuner.in_force()).is_some(), "{:?}", tuner.in_force());
+    }
+
+    #[test]
+    fn awaited_calls_of_unknown_overlap_get_a_trial_of_more() {
+        // Awaited calls at 3 M/s whose overlap is not known (`together`
+        // 0): not a burst, so the model's count (648, as for posts) gets
+        // its trial of four times as many.
+        let mut tuner = Tuner::new(Coalescing::default(), AdaptivePolicy::DEFAULT.into());
+        let decisions = run(&mut tuner, awaited(3e6, 0.0), 0.0, 0.0, 50);
+        assert!(
+            matches!(decisions[0].reason, Reason::NewPhase { .. }),
+            "{decisions:?}"
+        );
+        assert!(
+            decisions
+                .iter()
+                .any(|d| matches!(d.reason, Reason::TryLarger { .. })),
+            "{decisions:?}"
+        );
     }
 
     #[test]

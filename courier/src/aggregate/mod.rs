@@ -50,6 +50,7 @@ pub(crate) use answer::{Answering, PATIENT_WAIT_US, sent_when_done};
 pub(crate) use buffer::LaneStats;
 pub(crate) use policy::Reason;
 pub use policy::{AdaptivePolicy, BytePolicy, Coalescing, CountPolicy};
+pub(crate) use set::MIN_SPLIT_PARCELS;
 pub(crate) use timer::{Key, Lateness};
 
 use buffer::Buffer;

@@ -113,13 +113,15 @@ impl FromStr for MpiProgress {
 /// a CPU of its own from those the process may use (its affinity mask,
 /// as read by the thread that calls [`launch`](crate::launch), or under
 /// MPI once `MPI_Init`, which may bind the rank, has run), in turn
-/// across the host's localities: locality `i` of the host, with `w`
-/// workers, takes the CPUs `i·w` to `i·w + w − 1` of its mask, around
-/// again when they run out.
+/// across the localities of the host that share that mask: locality `i`
+/// of them, with `w` workers, takes the CPUs `i·w` to `i·w + w − 1` of
+/// its mask, around again when they run out.
 ///
 /// Only worker threads are bound. Courier's other threads (timers, the
 /// quiescence waves, counter output) run on the CPUs of the thread that
-/// started them, as it was before it was bound: the process's. A thread
+/// started them, as it was before it was bound: for those Courier starts
+/// itself, the mask of the thread that called `launch` (or of the MPI
+/// thread). A thread
 /// that an action starts, and a pool such as rayon's that it builds,
 /// inherits the CPU of the worker running the action, and
 /// `std::thread::available_parallelism()` reads 1 there: a program that

@@ -52,7 +52,8 @@ impl HostPlace {
 /// The CPUs the calling thread was given, in increasing order: its
 /// affinity mask, or the mask it had before [`pin_current_thread`] kept
 /// it on one CPU. Empty where that cannot be read (and off Linux). Read
-/// from the launching thread, this is the process's mask.
+/// from the thread that launches a job, this is that thread's mask,
+/// which its workers are placed in.
 pub(crate) fn allowed_cpus() -> Vec<usize> {
     #[cfg(target_os = "linux")]
     {

@@ -145,11 +145,10 @@ fn run(
     let node = world.split_shared(rank as i32);
     let rank_on_node = node.rank() as usize;
     let cpus = allowed_cpus();
-    let mask = mask_key(&cpus);
-    let mut masks = vec![0u64; node.size() as usize];
-    node.all_gather_into(&mask, &mut masks[..]);
+    let mut mask_keys = vec![0u64; node.size() as usize];
+    node.all_gather_into(&mask_key(&cpus), &mut mask_keys[..]);
     drop(node);
-    let place = place_among(&masks, rank_on_node, mask);
+    let place = place_among(&mask_keys, rank_on_node);
     let funneled = funneled || threading < Threading::Serialized;
     let startup = |progress| Startup {
         rank,
@@ -174,14 +173,16 @@ fn run(
 }
 
 /// The place of the rank at `rank` among the ranks of a node whose masks
-/// have the keys `masks`, among those with its own key `mask`.
-fn place_among(masks: &[u64], rank: usize, mask: u64) -> HostPlace {
-    let same = |m: &&u64| **m == mask;
-    let count = masks.iter().filter(same).count();
+/// have the keys `mask_keys` (`sched::mask_key`), among those whose mask
+/// is its own.
+fn place_among(mask_keys: &[u64], rank: usize) -> HostPlace {
+    let own = mask_keys[rank];
+    let same = |key: &&u64| **key == own;
+    let count = mask_keys.iter().filter(same).count();
     HostPlace {
-        index: masks[..rank].iter().filter(same).count() as u32,
+        index: mask_keys[..rank].iter().filter(same).count() as u32,
         count: count as u32,
-        whole_host: count == masks.len(),
+        whole_host: count == mask_keys.len(),
     }
 }
 
@@ -192,13 +193,13 @@ mod tests {
     #[test]
     fn a_rank_is_placed_among_the_ranks_with_its_mask() {
         // Two packages, ranks alternating between them.
-        let masks = [7, 9, 7, 9];
-        let place = |rank| place_among(&masks, rank, masks[rank]);
+        let mask_keys = [7, 9, 7, 9];
+        let place = |rank| place_among(&mask_keys, rank);
         assert_eq!((place(2).index, place(2).count), (1, 2));
         assert_eq!((place(1).index, place(1).count), (0, 2));
         assert_eq!((place(3).index, place(3).count), (1, 2));
         assert!(!place(0).whole_host);
-        let shared = place_among(&[5, 5, 5], 2, 5);
+        let shared = place_among(&[5, 5, 5], 2);
         assert_eq!(
             shared,
             HostPlace {
