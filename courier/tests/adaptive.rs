@@ -587,6 +587,60 @@ fn a_burst_is_coalesced_where_an_adaptive_action_is_off() {
     .unwrap();
 }
 
+/// Keeps the worker it runs on busy for `ms` milliseconds, as a long task
+/// (or a core the OS took away for a while) would.
+#[courier::action]
+fn hold_worker(ms: u64) {
+    std::thread::sleep(Duration::from_millis(ms));
+}
+
+/// Calls sent a message each (the coalescing of an adaptive action off,
+/// as its tuners set it for calls awaited one at a time) to a responder
+/// whose only worker is busy wait in its inbox together: their responses
+/// leave together when the last of them is done, not a message each
+/// (`runtime/trains.rs`).
+#[test]
+fn calls_that_wait_together_for_a_busy_responder_are_answered_together() {
+    let config = common::inproc(2)
+        .workers(1)
+        .coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+    courier::launch(config, |rt| async move {
+        let peer = rt.locality(1);
+        for round in 0.. {
+            assert!(round < 20, "a tuner changed the setting in every round");
+            rt.call(peer, echo_off_towards, (0,)).await?;
+            rt.set_coalescing_to(echo, peer, Coalescing::Off).unwrap();
+            let decided = echo_decisions(&rt).await;
+            let before = messages(&rt, 1).await.0;
+            rt.post(peer, hold_worker, (50,))?;
+            rt.flush();
+            rt.sleep(Duration::from_millis(10)).await;
+            // One call a poll: a message each, under off.
+            let mut calls = Vec::new();
+            for i in 0..100 {
+                calls.push(rt.call(peer, echo, (i,)));
+                courier::yield_now().await;
+            }
+            for (i, call) in calls.into_iter().enumerate() {
+                assert_eq!(call.await?, i as u64);
+            }
+            let responses = messages(&rt, 1).await.0 - before;
+            let off_there = rt.call(peer, coalescing_of_echo, (0,)).await?;
+            if rt.coalescing(echo, peer) != Coalescing::Off
+                || !off_there
+                || echo_decisions(&rt).await != decided
+            {
+                continue;
+            }
+            // A few more: the counter queries themselves.
+            assert!(responses <= 20.0, "100 responses in {responses} messages");
+            break;
+        }
+        Ok(())
+    })
+    .unwrap();
+}
+
 /// Whether the coalescing of `echo` towards locality `peer` is off where
 /// it is called.
 #[courier::action]

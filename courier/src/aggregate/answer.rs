@@ -11,7 +11,10 @@
 //! ([`Aggregator::flush_responses`](super::Aggregator::flush_responses)).
 //! A run of one call gets its response at once, past the buffer, as with
 //! coalescing off (counted as a bypass where the setting would have held
-//! it);
+//! it), unless other runs of its caller waited in the inbox with it (a
+//! train, `runtime/trains.rs`: calls sent a message each while the
+//! responder was busy), whose responses leave together when the last of
+//! them is done;
 //! a run of a thousand gets one message, also where the tuner turned the
 //! action's coalescing off (for calls awaited one at a time): its caller
 //! sent the calls together. The sparse bypass does not send the first
@@ -49,7 +52,8 @@ struct Run {
     /// The action's slot.
     slot: usize,
     caller: LocalityId,
-    /// Whether the run holds more than one call.
+    /// Whether the run holds more than one call, or came with other
+    /// runs of its caller's (a train).
     many: bool,
     /// Whether it came whole (not a piece of a run split between tasks).
     whole: bool,
@@ -71,21 +75,24 @@ pub(crate) struct Answering(Option<Run>);
 
 impl Answering {
     /// Opens the scope of a run of `calls` calls of the action in `slot`
-    /// from `caller`, `whole` or a piece of a run split between tasks
-    /// (whose responses are not the run's: [`answering`] says no, but
+    /// from `caller`, that came `with_others` of the caller's or not (a
+    /// train of runs that waited together: `runtime/trains.rs`), `whole`
+    /// or a piece of a run split between tasks or of a train (whose
+    /// responses are not the run's: [`answering`] says no, but
     /// [`answering_many`] may say yes), whose responses are `patient` or
     /// not.
     pub(crate) fn enter(
         slot: usize,
         caller: LocalityId,
         calls: u32,
+        with_others: bool,
         whole: bool,
         patient: bool,
     ) -> Answering {
         let run = Run {
             slot,
             caller,
-            many: calls > 1,
+            many: calls > 1 || with_others,
             whole,
             patient,
         };
@@ -160,23 +167,31 @@ mod tests {
         let (slot, caller, other) = (3, LocalityId::new(1), LocalityId::new(2));
         assert!(!answering(slot, caller) && !answering_many(slot, caller));
         {
-            let _whole = Answering::enter(slot, caller, 10, true, false);
+            let _whole = Answering::enter(slot, caller, 10, false, true, false);
             assert!(answering(slot, caller) && answering_many(slot, caller));
             assert!(!answering_alone(slot, caller), "a run of ten");
             assert!(!answering(slot, other) && !answering_many(slot + 1, caller));
             {
                 // A piece of a run split between tasks, nested (a task
                 // handling it inline): its responses are not the run's.
-                let _piece = Answering::enter(slot, caller, 5, false, false);
+                let _piece = Answering::enter(slot, caller, 5, false, false, false);
                 assert!(!answering(slot, caller) && answering_many(slot, caller));
             }
             assert!(answering(slot, caller), "the outer scope is back");
         }
-        let alone = Answering::enter(slot, caller, 1, true, false);
+        let alone = Answering::enter(slot, caller, 1, false, true, false);
         assert!(answering(slot, caller) && !answering_many(slot, caller));
         assert!(answering_alone(slot, caller) && !answering_alone(slot, other));
         drop(alone);
-        let piece_of_one = Answering::enter(slot, caller, 1, false, false);
+        // A run of one in a train: its response waits for the others'.
+        let in_train = Answering::enter(slot, caller, 1, true, false, false);
+        assert!(!answering(slot, caller) && answering_many(slot, caller));
+        assert!(!answering_alone(slot, caller), "one of a train");
+        drop(in_train);
+        let last_of_train = Answering::enter(slot, caller, 1, true, true, false);
+        assert!(answering(slot, caller) && !answering_alone(slot, caller));
+        drop(last_of_train);
+        let piece_of_one = Answering::enter(slot, caller, 1, false, false, false);
         assert!(!answering(slot, caller) && !answering_many(slot, caller));
         assert!(!answering_alone(slot, caller), "a piece of a run");
         assert!(!patient(slot, caller));
@@ -187,12 +202,12 @@ mod tests {
     fn a_patient_run_is_not_answered_when_it_is_done_nor_alone() {
         let (slot, caller) = (3, LocalityId::new(1));
         {
-            let _many = Answering::enter(slot, caller, 10, true, true);
+            let _many = Answering::enter(slot, caller, 10, false, true, true);
             assert!(patient(slot, caller) && answering_many(slot, caller));
             assert!(!answering(slot, caller), "not sent when the run is done");
             assert!(!patient(slot + 1, caller) && !patient(slot, LocalityId::new(2)));
         }
-        let _one = Answering::enter(slot, caller, 1, true, true);
+        let _one = Answering::enter(slot, caller, 1, false, true, true);
         assert!(patient(slot, caller) && !answering_alone(slot, caller));
         assert!(!answering(slot, caller));
     }

@@ -98,6 +98,8 @@ pub(crate) struct Locality {
     pub(crate) segment_stats: Arc<SegmentStats>,
     /// Received runs of calls waiting to run.
     pub(crate) inbox: Inbox<Delivery>,
+    /// The runs of each caller in the inbox.
+    pub(super) trains: super::trains::Trains,
     /// How many received calls of each action a task runs.
     pub(super) run_sizes: super::run_sizes::RunSizes,
     /// When every peer was last heard from and sent to (the failure detector).

@@ -63,6 +63,7 @@ mod states;
 mod termination;
 mod time;
 mod traffic;
+mod trains;
 mod tuning;
 mod watchdog;
 

@@ -18,6 +18,7 @@ use bytes::Bytes;
 
 use super::credit::HandlerScope;
 use super::locality::{Delivery, Locality, report};
+use super::trains::Train;
 use super::watchdog::action_label;
 use crate::action::{ActionEntry, CallSite, registry};
 use crate::aggregate::{Answering, sent_when_done};
@@ -198,6 +199,7 @@ impl Locality {
     /// Queues a received run of calls and spawns the task that runs it
     /// (unless a worker waiting for credit runs it first).
     fn deliver(&self, delivery: Delivery) {
+        self.trains.queued(delivery.source);
         self.inbox.push(delivery);
         let locality = self.shared();
         drop(self.sched.spawn(async move {
@@ -213,6 +215,7 @@ impl Locality {
         let Some(mut delivery) = self.inbox.pop() else {
             return false;
         };
+        let train = self.trains.start(delivery.source);
         let found = registry().lookup(delivery.action);
         if let Some((slot, _)) = found {
             self.offer_rest(&mut delivery, slot);
@@ -230,7 +233,7 @@ impl Locality {
         {
             let _handler = HandlerScope::enter();
             let _answers = match found {
-                Some((slot, _)) => self.answer_run(slot, source, count, whole, patient),
+                Some((slot, _)) => self.answer_run(slot, source, count, whole, patient, train),
                 None => None,
             };
             let outer = label_poll(&self.sched, action_label(action));
@@ -253,11 +256,12 @@ impl Locality {
     /// `aggregate/answer.rs`): what the returned guard does when dropped.
     /// A piece of a run split between tasks keeps the buffer's setting
     /// (its responses join those of the other pieces), but where that is
-    /// off, a piece of many calls still answers them together. The
-    /// responses of a `patient` run (or piece) wait for company under a
-    /// policy of their own. `None` for
-    /// an action with a static setting, and for calls of this locality's
-    /// own.
+    /// off, a piece of many calls still answers them together. A run of
+    /// one call in a `train` of its caller's runs that waited together
+    /// (`trains.rs`) is answered as a piece of many calls, and the train's
+    /// last as a whole run of many. The responses of a `patient` run (or piece) wait for
+    /// company under a policy of their own. `None` for an action with a
+    /// static setting, and for calls of this locality's own.
     fn answer_run(
         &self,
         slot: usize,
@@ -265,13 +269,19 @@ impl Locality {
         calls: u32,
         whole: bool,
         patient: bool,
+        train: Train,
     ) -> Option<Answers<'_>> {
+        // Only a run of one would answer alone: a run of many leaves its
+        // responses when done, as they are (the parts of a burst).
+        let train = if calls == 1 { train } else { Train::Alone };
+        let whole = whole && train != Train::Inner;
+        let with_others = train.with_others();
         (source != self.here && self.aggregator.adaptive(slot).is_some()).then(|| Answers {
             locality: self,
             slot,
             source,
             flush: sent_when_done(whole, patient),
-            _scope: Answering::enter(slot, source, calls, whole, patient),
+            _scope: Answering::enter(slot, source, calls, with_others, whole, patient),
         })
     }
 

@@ -160,6 +160,7 @@ impl Locality {
             windows: SendWindows::new(count, &credit),
             ledger: Ledger::new(count, &credit),
             inbox: Inbox::default(),
+            trains: super::trains::Trains::new(count),
             run_sizes: super::run_sizes::RunSizes::new(crate::action::registry().entries().len()),
             segment_stats: Arc::default(),
             liveness: Liveness::new(count, liveness),
