@@ -869,10 +869,15 @@ impl Config {
         Ok(())
     }
 
-    /// Worker threads per locality when `local` localities share this host.
-    pub(crate) fn workers_for(&self, local: u32) -> usize {
+    /// Worker threads per locality when `local` localities share this
+    /// host, or the `cpus` CPUs given (the mask an MPI rank has after
+    /// `MPI_Init`, in which its workers are placed), if known: the CPUs
+    /// this thread may use (`available_parallelism`, which also heeds a
+    /// container's CPU quota), at most `cpus`, split among them.
+    pub(crate) fn workers_for(&self, local: u32, cpus: Option<usize>) -> usize {
         self.workers.unwrap_or_else(|| {
-            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            let usable = std::thread::available_parallelism().map_or(1, usize::from);
+            let cores = cpus.filter(|&n| n > 0).map_or(usable, |n| n.min(usable));
             (cores / local.max(1) as usize).max(1)
         })
     }
@@ -936,6 +941,21 @@ mod tests {
             worker_cpus(Binding::Cores, mpi, group, 2, cpus(4)),
             Some(vec![2, 3])
         );
+    }
+
+    #[test]
+    fn default_workers_split_the_usable_cpus_within_a_known_mask() {
+        let usable = std::thread::available_parallelism().map_or(1, usize::from);
+        let config = Config::new();
+        assert_eq!(config.workers_for(1, None), usable);
+        // A mask of one CPU (an MPI rank bound in `MPI_Init`): one worker.
+        assert_eq!(config.workers_for(1, Some(1)), 1);
+        assert_eq!(config.workers_for(2, Some(1)), 1);
+        // A mask wider than what this thread may use, or unread: as usable.
+        assert_eq!(config.workers_for(1, Some(usable + 8)), usable);
+        assert_eq!(config.workers_for(1, Some(0)), usable);
+        // Asked for, whatever the CPUs.
+        assert_eq!(Config::new().workers(3).workers_for(5, Some(1)), 3);
     }
 
     #[test]

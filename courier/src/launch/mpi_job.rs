@@ -43,7 +43,7 @@ pub(super) fn join_mpi<T: Send + 'static>(config: &Config, main: Main<'_, T>) ->
     let here = LocalityId::new(rank);
     let transport = Mpi::new(rank, size, startup.progress, config.max_frame_bytes);
     // The ranks that share this rank's CPUs split them.
-    let workers = config.workers_for(startup.place.count);
+    let workers = config.workers_for(startup.place.count, Some(startup.cpus.len()));
     let cpus = startup.cpus;
     let locality = Locality::start(
         here,

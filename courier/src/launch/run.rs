@@ -196,7 +196,7 @@ fn start<T: Send + 'static>(config: Config, main: Main<'_, T>) -> Result<T, Erro
 fn run_threads<T: Send + 'static>(config: &Config, main: Main<'_, T>) -> Result<T, Error> {
     let count = config.localities;
     let fabric = Fabric::new(count);
-    let workers = config.workers_for(count);
+    let workers = config.workers_for(count, None);
     let mut localities = Vec::new();
     for rank in 0..count {
         let here = LocalityId::new(rank);
@@ -394,7 +394,7 @@ fn start_tcp_locality(
         count,
         Box::new(tcp),
         config.locality_settings(
-            config.workers_for(local_localities),
+            config.workers_for(local_localities, None),
             config.liveness(here),
             TransportKind::Tcp,
             // Its place on the host is known when the job is all here:
