@@ -612,6 +612,8 @@ fn calls_that_wait_together_for_a_busy_responder_are_answered_together() {
             rt.set_coalescing_to(echo, peer, Coalescing::Off).unwrap();
             let decided = echo_decisions(&rt).await;
             let before = messages(&rt, 1).await.0;
+            let answered = || counter(&rt, 1, "/coalescing/count/flush-answered", "echo");
+            let answered_before = answered().await;
             rt.post(peer, hold_worker, (50,))?;
             rt.flush();
             rt.sleep(Duration::from_millis(10)).await;
@@ -625,6 +627,7 @@ fn calls_that_wait_together_for_a_busy_responder_are_answered_together() {
                 assert_eq!(call.await?, i as u64);
             }
             let responses = messages(&rt, 1).await.0 - before;
+            let sent_by_the_last = answered().await - answered_before;
             let off_there = rt.call(peer, coalescing_of_echo, (0,)).await?;
             if rt.coalescing(echo, peer) != Coalescing::Off
                 || !off_there
@@ -634,6 +637,12 @@ fn calls_that_wait_together_for_a_busy_responder_are_answered_together() {
             }
             // A few more: the counter queries themselves.
             assert!(responses <= 20.0, "100 responses in {responses} messages");
+            // They left with the train's last run, not only by the idle
+            // worker's flush or the timer.
+            assert!(
+                sent_by_the_last >= 1.0,
+                "no response left with the last run"
+            );
             break;
         }
         Ok(())

@@ -312,7 +312,8 @@ fn short_sleeps_are_woken_by_a_worker() {
     .unwrap();
     // Each sleep is the worker's unless it lost its core for longer than
     // the timer thread's grace: 49 of 50 on an idle 2-core machine, 12 to
-    // 21 with two busy loops beside the test.
+    // 21 with two busy loops beside the test, with a grace of 50 µs (a
+    // locality of one worker now has 1 ms: `aggregate/wakes.rs`).
     assert!(
         by_worker >= sleeps / 10,
         "only {by_worker} of {sleeps} sleeps of 20 µs were woken by the worker"

@@ -205,7 +205,7 @@ impl Aggregator {
             sets,
             sched,
             forwarded: entries.iter().map(|_| AtomicU64::new(0)).collect(),
-            timer: FlushTimer::new(epoch),
+            timer: FlushTimer::new(epoch, workers),
             bursts: Bursts::default(),
             split_ratio: AtomicU64::new(0),
         }

@@ -175,12 +175,15 @@ pub(crate) struct FlushTimer {
 }
 
 impl FlushTimer {
-    pub(crate) fn new(epoch: Epoch) -> Self {
+    /// The timer of a locality of `workers` workers (the grace of its
+    /// watched wake-ups: [`watched_grace_ns`](super::wakes::watched_grace_ns)).
+    pub(crate) fn new(epoch: Epoch, workers: usize) -> Self {
         let shared = Shared {
             next_wake: AtomicU64::new(u64::MAX),
             next_watched: AtomicU64::new(u64::MAX),
             ..Shared::default()
         };
+        (shared.queue.lock().wakes).set_grace_ns(super::wakes::watched_grace_ns(workers));
         FlushTimer {
             epoch,
             shared: Arc::new(shared),
@@ -386,7 +389,7 @@ mod tests {
     #[test]
     fn fires_in_deadline_order_and_wakes_sleepers_not_cancelled() {
         let epoch = Epoch::now();
-        let timer = FlushTimer::new(epoch);
+        let timer = FlushTimer::new(epoch, 2);
         let (tx, rx) = mpsc::channel();
         let tx = Mutex::new(tx);
         timer
@@ -429,7 +432,7 @@ mod tests {
 
     #[test]
     fn a_task_sleeps_from_its_wake_up_being_asked_until_its_deadline() {
-        let timer = FlushTimer::new(Epoch::now());
+        let timer = FlushTimer::new(Epoch::now(), 2);
         assert!(!timer.task_sleeps());
         let flushed = timer.now_ns() + 60_000_000_000;
         timer.arm(
@@ -461,7 +464,7 @@ mod tests {
         // A cancelled wake-up may still count: the answer errs on the side
         // of a task sleeping (the timer is not started: nothing fires).
         assert!(sleeps());
-        let timer = FlushTimer::new(Epoch::now());
+        let timer = FlushTimer::new(Epoch::now(), 2);
         timer.wake_at(
             timer.now_ns() + 1_000,
             std::task::Waker::noop().clone(),
@@ -473,7 +476,7 @@ mod tests {
 
     #[test]
     fn a_worker_wakes_the_due_tasks_and_sees_the_watched_ones() {
-        let timer = FlushTimer::new(Epoch::now());
+        let timer = FlushTimer::new(Epoch::now(), 2);
         assert_eq!(timer.next_watched_in_ns(), None);
         assert!(!timer.wake_due(), "nothing to wake");
         let woken = Arc::new(Counter::default());
@@ -507,7 +510,7 @@ mod tests {
     #[test]
     fn the_thread_wakes_a_watched_task_no_worker_woke_after_the_grace() {
         let epoch = Epoch::now();
-        let timer = FlushTimer::new(epoch);
+        let timer = FlushTimer::new(epoch, 2);
         timer.start("test-timer".into(), |_, _| true).unwrap();
         let woken = Arc::new(WokenAt {
             epoch,

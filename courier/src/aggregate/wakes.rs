@@ -5,7 +5,7 @@
 //! A wake-up asked for on a worker and due within `WAKE_WATCH_NS`
 //! (`sched/spin.rs`) is *watched*: the workers wake the task themselves,
 //! an idle one spinning until it is due, and the timer thread only backs
-//! it up [`WATCHED_GRACE_NS`] after its deadline, without a spin. Others
+//! it up a grace after its deadline ([`watched_grace_ns`]), without a spin. Others
 //! are the timer thread's, which spins the last microseconds before them.
 //! Either may be woken by whoever finds it due first: a worker between
 //! tasks, or the timer thread awake for another deadline.
@@ -16,20 +16,36 @@ use std::task::Waker;
 use rustc_hash::FxHashMap;
 
 /// How late the timer thread wakes a task whose wake-up the workers
-/// watch: a backup, for when no worker got to it (all busy with long
-/// tasks). An idle worker spins for a watched wake-up, so the backup
-/// is seldom needed; but the thread wakes for it, due or taken, and on
-/// a busy core that wake-up preempts a worker. At 50 µs, a paced stream
-/// of a call every 20 µs, each after a sleep (the toy's steady phase),
+/// watch, on a locality of several workers: a backup, for when no worker
+/// got to it (one that asked for it runs a long task while the others
+/// are parked, or all run tasks: a busy worker looks for due wake-ups
+/// only every few tasks). A guess, tune me.
+pub(crate) const WATCHED_GRACE_NS: u64 = 50_000;
+
+/// The same on a locality of one worker, which alone can run the task:
+/// a backup gains little before that worker is free (it looks for due
+/// wake-ups between tasks and when it runs out of them), but the thread
+/// wakes for it, due or taken, and on a busy core that wake-up preempts
+/// a worker. At 50 µs, a paced stream of a call every 20 µs, each after a
+/// sleep (the toy's steady phase, a worker a locality on two cores),
 /// woke the thread some 21,000 times a second; each took the core from
 /// a worker, and the calls' median latency was 31–40 µs. At 1 ms the
 /// thread woke a tenth as often and the median was 13–16 µs (issue #15,
-/// twenty-fourth part). A task kept waiting this long is one whose
-/// workers all ran tasks of a millisecond or more.
-pub(crate) const WATCHED_GRACE_NS: u64 = 1_000_000;
+/// twenty-fourth part).
+pub(crate) const LONE_WORKER_GRACE_NS: u64 = 1_000_000;
+
+/// How late the timer thread wakes a watched task on a locality of
+/// `workers` workers.
+pub(crate) fn watched_grace_ns(workers: usize) -> u64 {
+    if workers <= 1 {
+        LONE_WORKER_GRACE_NS
+    } else {
+        WATCHED_GRACE_NS
+    }
+}
 
 /// The pending wake-ups of one locality's tasks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Wakes {
     /// Watched wake-ups: (deadline, id).
     watched: BTreeSet<(u64, u64)>,
@@ -38,9 +54,29 @@ pub(crate) struct Wakes {
     /// The wakers of the sleeping tasks, by id.
     wakers: FxHashMap<u64, Waker>,
     last_id: u64,
+    /// How late the timer thread backs a watched wake-up up
+    /// ([`watched_grace_ns`]).
+    grace_ns: u64,
+}
+
+impl Default for Wakes {
+    fn default() -> Self {
+        Wakes {
+            watched: BTreeSet::new(),
+            unwatched: BTreeSet::new(),
+            wakers: FxHashMap::default(),
+            last_id: 0,
+            grace_ns: WATCHED_GRACE_NS,
+        }
+    }
 }
 
 impl Wakes {
+    /// Backs watched wake-ups up `grace_ns` after their deadline.
+    pub(crate) fn set_grace_ns(&mut self, grace_ns: u64) {
+        self.grace_ns = grace_ns;
+    }
+
     /// Adds a wake-up of `waker` at `deadline`, `watched` by the workers or
     /// not; returns its id for [`cancel`](Self::cancel).
     pub(crate) fn insert(&mut self, deadline: u64, waker: Waker, watched: bool) -> u64 {
@@ -94,12 +130,12 @@ impl Wakes {
 
     /// When the timer thread is to act, and whether it spins the last
     /// microseconds before: the earliest unwatched deadline (spin), or the
-    /// earliest watched one plus [`WATCHED_GRACE_NS`] (no spin), whichever
+    /// earliest watched one plus its grace ([`watched_grace_ns`], no spin), whichever
     /// comes first.
     pub(crate) fn target(&self) -> Option<(u64, bool)> {
         let watched = self
             .earliest_watched()
-            .map(|deadline| (deadline.saturating_add(WATCHED_GRACE_NS), false));
+            .map(|deadline| (deadline.saturating_add(self.grace_ns), false));
         let unwatched = self
             .unwatched
             .first()

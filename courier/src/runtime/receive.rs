@@ -199,7 +199,9 @@ impl Locality {
     /// Queues a received run of calls and spawns the task that runs it
     /// (unless a worker waiting for credit runs it first).
     fn deliver(&self, delivery: Delivery) {
-        self.trains.queued(delivery.source);
+        if delivery.source != self.here {
+            self.trains.queued(delivery.source);
+        }
         self.inbox.push(delivery);
         let locality = self.shared();
         drop(self.sched.spawn(async move {
@@ -215,8 +217,15 @@ impl Locality {
         let Some(mut delivery) = self.inbox.pop() else {
             return false;
         };
-        let train = self.trains.start(delivery.source);
         let found = registry().lookup(delivery.action);
+        let train = if delivery.source == self.here {
+            Train::Alone
+        } else {
+            let alone = found
+                .map(|(slot, _)| slot)
+                .filter(|_| delivery.count == 1 && delivery.whole && !delivery.patient);
+            self.trains.start(delivery.source, alone)
+        };
         if let Some((slot, _)) = found {
             self.offer_rest(&mut delivery, slot);
         }
@@ -243,6 +252,10 @@ impl Locality {
             }
             label_poll(&self.sched, outer);
         }
+        if let Train::Last { slot } = train {
+            // The train's held responses, whatever action this run called.
+            self.aggregator.flush_responses(&**self, slot, source);
+        }
         self.report_post_failures();
         drop(body);
         self.finish_credit(source, credit);
@@ -259,9 +272,11 @@ impl Locality {
     /// off, a piece of many calls still answers them together. A run of
     /// one call in a `train` of its caller's runs that waited together
     /// (`trains.rs`) is answered as a piece of many calls, and the train's
-    /// last as a whole run of many. The responses of a `patient` run (or piece) wait for
-    /// company under a policy of their own. `None` for an action with a
-    /// static setting, and for calls of this locality's own.
+    /// last as a whole run of many (whatever that last run is, the
+    /// train's responses leave after it: `run_delivery`). The responses
+    /// of a `patient` run (or piece) wait for company under a policy of
+    /// their own. `None` for an action with a static setting, and for
+    /// calls of this locality's own.
     fn answer_run(
         &self,
         slot: usize,
@@ -271,9 +286,14 @@ impl Locality {
         patient: bool,
         train: Train,
     ) -> Option<Answers<'_>> {
-        // Only a run of one would answer alone: a run of many leaves its
-        // responses when done, as they are (the parts of a burst).
-        let train = if calls == 1 { train } else { Train::Alone };
+        // Only a whole run of one call, not patient, would answer alone:
+        // others answer as they are (a run of many when it is done: the
+        // parts of a burst).
+        let train = if calls == 1 && whole && !patient {
+            train
+        } else {
+            Train::Alone
+        };
         let whole = whole && train != Train::Inner;
         let with_others = train.with_others();
         (source != self.here && self.aggregator.adaptive(slot).is_some()).then(|| Answers {

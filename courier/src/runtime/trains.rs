@@ -19,12 +19,15 @@
 //! µs, where a static count that holds the responses for the idle
 //! worker had 11 and 24.6 (issue #15, twenty-fourth part).
 //!
-//! The counts are kept per caller, with atomics: workers that pop runs of
-//! one caller at once may see a train end early or late, which only
-//! sends a response alone or leaves one for the idle worker or the
-//! timer.
+//! The state of each caller is one atomic word (its runs queued and
+//! whether a train is under way), so that workers starting its last runs
+//! at once see one end. The run that ends a train sends the responses of
+//! the train's action (that of its last run of one call) to the caller
+//! that its worker holds, whatever action that run calls; responses held
+//! by another worker, or of another action in a train of several, leave
+//! with the idle flush or the timer.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::ids::LocalityId;
 
@@ -36,8 +39,10 @@ pub(crate) enum Train {
     Alone,
     /// More runs of its caller wait behind it.
     Inner,
-    /// The last of runs of its caller that waited together.
-    Last,
+    /// The last of runs of its caller that waited together: when it is
+    /// done, the responses of the action in `slot` (the train's last run
+    /// of one call but this one) leave.
+    Last { slot: usize },
 }
 
 impl Train {
@@ -47,52 +52,63 @@ impl Train {
     }
 }
 
+/// A caller's state, one word: its runs queued and not yet started (the
+/// low 32 bits) and, while a train is under way, the slot of the action
+/// of its last run of one call, plus one (the bits above; 0: none).
+const QUEUED: u64 = u32::MAX as u64;
+
 /// The runs of calls of each caller waiting in a locality's inbox.
 #[derive(Debug)]
 pub(crate) struct Trains {
-    /// Runs of each caller queued and not yet started.
-    queued: Box<[AtomicU32]>,
-    /// Whether a train of each caller's runs is under way.
-    open: Box<[AtomicBool]>,
+    /// Of each caller, its state ([`QUEUED`]); one word, so that two
+    /// workers starting its last runs at once see one end of the train.
+    callers: Box<[AtomicU64]>,
 }
 
 impl Trains {
     /// Trains of `localities` callers.
     pub(crate) fn new(localities: u32) -> Trains {
         Trains {
-            queued: (0..localities).map(|_| AtomicU32::new(0)).collect(),
-            open: (0..localities).map(|_| AtomicBool::new(false)).collect(),
+            callers: (0..localities).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
     /// A run of calls of `caller` was queued.
     pub(crate) fn queued(&self, caller: LocalityId) {
-        if let Some(queued) = self.queued.get(caller.index()) {
-            queued.fetch_add(1, Ordering::Relaxed);
+        if let Some(state) = self.callers.get(caller.index()) {
+            state.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// A run of calls of `caller` (queued with [`queued`](Self::queued))
-    /// starts: where it stands among the caller's runs.
-    pub(crate) fn start(&self, caller: LocalityId) -> Train {
-        let (Some(queued), Some(open)) = (
-            self.queued.get(caller.index()),
-            self.open.get(caller.index()),
-        ) else {
+    /// A run of calls of `caller`, queued with [`queued`](Self::queued),
+    /// starts: where it stands among the caller's runs. `alone` is the
+    /// slot of its action if it is a run whose response would leave alone
+    /// (a whole run of one call whose responses are not patient:
+    /// `aggregate/answer.rs`); only such a run with more behind it holds
+    /// its response for the train (others answer as they would).
+    pub(crate) fn start(&self, caller: LocalityId, alone: Option<usize>) -> Train {
+        let Some(state) = self.callers.get(caller.index()) else {
             return Train::Alone;
         };
-        let before = queued
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                Some(n.saturating_sub(1))
+        let held = alone.map_or(0, |slot| (slot as u64 + 1) << 32);
+        let before = state
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
+                let queued = s & QUEUED;
+                debug_assert!(queued > 0, "a run started that was not queued");
+                Some(match queued {
+                    0 => s,
+                    1 => 0,
+                    _ if held != 0 => (queued - 1) | held,
+                    _ => s - 1,
+                })
             })
-            .unwrap_or_else(|n| n);
-        if before > 1 {
-            open.store(true, Ordering::Relaxed);
-            Train::Inner
-        } else if open.swap(false, Ordering::Relaxed) {
-            Train::Last
-        } else {
-            Train::Alone
+            .unwrap_or_else(|s| s);
+        match (before & QUEUED, before >> 32) {
+            (queued, _) if queued > 1 => Train::Inner,
+            (_, 0) => Train::Alone,
+            (_, slot) => Train::Last {
+                slot: (slot - 1) as usize,
+            },
         }
     }
 }
@@ -106,29 +122,69 @@ mod tests {
         let trains = Trains::new(3);
         let (a, b) = (LocalityId::new(1), LocalityId::new(2));
         trains.queued(a);
-        assert_eq!(trains.start(a), Train::Alone, "one run alone");
+        assert_eq!(trains.start(a, Some(3)), Train::Alone, "one run alone");
         for _ in 0..3 {
             trains.queued(a);
         }
         trains.queued(b);
-        assert_eq!(trains.start(a), Train::Inner);
-        assert_eq!(trains.start(b), Train::Alone, "another caller's run");
-        assert_eq!(trains.start(a), Train::Inner);
+        assert_eq!(trains.start(a, Some(3)), Train::Inner);
+        assert_eq!(
+            trains.start(b, Some(3)),
+            Train::Alone,
+            "another caller's run"
+        );
+        assert_eq!(trains.start(a, Some(3)), Train::Inner);
         // One more joins the train while it runs.
         trains.queued(a);
-        assert_eq!(trains.start(a), Train::Inner);
-        assert_eq!(trains.start(a), Train::Last);
+        assert_eq!(trains.start(a, Some(3)), Train::Inner);
+        assert_eq!(trains.start(a, Some(3)), Train::Last { slot: 3 });
         trains.queued(a);
-        assert_eq!(trains.start(a), Train::Alone, "the train is over");
+        assert_eq!(trains.start(a, Some(3)), Train::Alone, "the train is over");
+        // Runs of many calls open no train, nor end one they did not open.
+        trains.queued(a);
+        trains.queued(a);
+        assert_eq!(trains.start(a, None), Train::Inner);
+        assert_eq!(trains.start(a, None), Train::Alone);
+        // A train of one action's runs ended by another's (a post after
+        // them): the train's action's responses leave after it.
+        for _ in 0..3 {
+            trains.queued(a);
+        }
+        assert_eq!(trains.start(a, Some(3)), Train::Inner);
+        assert_eq!(trains.start(a, Some(3)), Train::Inner);
+        assert_eq!(trains.start(a, Some(5)), Train::Last { slot: 3 });
         assert!(!Train::Alone.with_others());
-        assert!(Train::Inner.with_others() && Train::Last.with_others());
+        assert!(Train::Inner.with_others() && Train::Last { slot: 0 }.with_others());
     }
 
     #[test]
-    fn a_caller_out_of_range_or_a_start_without_a_queue_is_alone() {
+    fn a_caller_out_of_range_is_alone() {
         let trains = Trains::new(2);
-        assert_eq!(trains.start(LocalityId::new(1)), Train::Alone);
         trains.queued(LocalityId::new(7));
-        assert_eq!(trains.start(LocalityId::new(7)), Train::Alone);
+        assert_eq!(trains.start(LocalityId::new(7), Some(3)), Train::Alone);
+    }
+
+    #[test]
+    fn two_threads_starting_a_trains_last_runs_see_one_end() {
+        // However the starts of the last two runs interleave, one of them
+        // ends the train and the state is empty afterwards.
+        for _ in 0..1000 {
+            let trains = std::sync::Arc::new(Trains::new(2));
+            let a = LocalityId::new(1);
+            for _ in 0..3 {
+                trains.queued(a);
+            }
+            assert_eq!(trains.start(a, Some(3)), Train::Inner);
+            let other = {
+                let trains = std::sync::Arc::clone(&trains);
+                std::thread::spawn(move || trains.start(a, Some(3)))
+            };
+            let here = trains.start(a, Some(3));
+            let there = other.join().unwrap();
+            let mut seen = [here, there];
+            seen.sort_by_key(|t| *t != Train::Inner);
+            assert_eq!(seen, [Train::Inner, Train::Last { slot: 3 }]);
+            assert_eq!(trains.callers[a.index()].load(Ordering::Relaxed), 0);
+        }
     }
 }
