@@ -221,9 +221,14 @@ impl Locality {
         let train = if delivery.source == self.here {
             Train::Alone
         } else {
-            let alone = found
-                .map(|(slot, _)| slot)
-                .filter(|_| delivery.count == 1 && delivery.whole && !delivery.patient);
+            // A whole, impatient run of one call of an adaptive action
+            // answers alone, or holds its response for a train.
+            let alone = found.map(|(slot, _)| slot).filter(|&slot| {
+                delivery.count == 1
+                    && delivery.whole
+                    && !delivery.patient
+                    && self.aggregator.adaptive(slot).is_some()
+            });
             self.trains.start(delivery.source, alone)
         };
         if let Some((slot, _)) = found {

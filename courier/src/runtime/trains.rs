@@ -10,14 +10,15 @@
 //! calls came one at a time but wait together, so their responses leave
 //! together, when the last run queued of the train is done (runs of many
 //! calls already answer together, and keep doing so run by run: the
-//! parts of a burst). The toy's steady phase (a call every 20 µs, under
+//! parts of a burst; an action with a static setting answers as its
+//! setting says). The toy's steady phase (a call every 20 µs, under
 //! adaptive coalescing, which sends them off) met stalls of its
 //! responder of 1–4 ms, every half a second, on the 2-core VM of
-//! BENCHMARKS.md (`kdamond`, the kernel's data-access monitor, paging out, takes a
-//! core): a response a run, 18 of 60 phases had a p99 above 500 µs and
-//! the phases' mean latency averaged 30.7 µs; with trains, 10 and 23.2
-//! µs, where a static count that holds the responses for the idle
-//! worker had 11 and 24.6 (issue #15, twenty-fourth part).
+//! BENCHMARKS.md (`kdamond`, the kernel's data-access monitor, paging
+//! out, takes a core): a response a run, 18 of 60 phases had a p99
+//! above 500 µs and the phases' mean latency averaged 30.7 µs; with
+//! trains, 10 and 23.2 µs, where a static count that holds the responses
+//! for the idle worker had 11 and 24.6 (issue #15, twenty-fourth part).
 //!
 //! The state of each caller is one atomic word (its runs queued and
 //! whether a train is under way), so that workers starting its last runs
