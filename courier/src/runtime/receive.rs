@@ -218,19 +218,22 @@ impl Locality {
             return false;
         };
         let found = registry().lookup(delivery.action);
+        // A whole, impatient run of one call of an adaptive action answers
+        // alone, or holds its response for a train; other runs answer as
+        // they are (a run of many when it is done: the parts of a burst),
+        // but may end a train.
+        let alone = found.map(|(slot, _)| slot).filter(|&slot| {
+            delivery.count == 1
+                && delivery.whole
+                && !delivery.patient
+                && self.aggregator.adaptive(slot).is_some()
+        });
         let train = if delivery.source == self.here {
             Train::Alone
         } else {
-            // A whole, impatient run of one call of an adaptive action
-            // answers alone, or holds its response for a train.
-            let alone = found.map(|(slot, _)| slot).filter(|&slot| {
-                delivery.count == 1
-                    && delivery.whole
-                    && !delivery.patient
-                    && self.aggregator.adaptive(slot).is_some()
-            });
             self.trains.start(delivery.source, alone)
         };
+        let in_train = if alone.is_some() { train } else { Train::Alone };
         if let Some((slot, _)) = found {
             self.offer_rest(&mut delivery, slot);
         }
@@ -247,7 +250,7 @@ impl Locality {
         {
             let _handler = HandlerScope::enter();
             let _answers = match found {
-                Some((slot, _)) => self.answer_run(slot, source, count, whole, patient, train),
+                Some((slot, _)) => self.answer_run(slot, source, count, whole, patient, in_train),
                 None => None,
             };
             let outer = label_poll(&self.sched, action_label(action));
@@ -274,8 +277,9 @@ impl Locality {
     /// `aggregate/answer.rs`): what the returned guard does when dropped.
     /// A piece of a run split between tasks keeps the buffer's setting
     /// (its responses join those of the other pieces), but where that is
-    /// off, a piece of many calls still answers them together. A run of
-    /// one call in a `train` of its caller's runs that waited together
+    /// off, a piece of many calls still answers them together. A run that
+    /// would answer alone (`run_delivery` says which; `Train::Alone` for
+    /// others) in a `train` of its caller's runs that waited together
     /// (`trains.rs`) is answered as a piece of many calls, and the train's
     /// last as a whole run of many (whatever that last run is, the
     /// train's responses leave after it: `run_delivery`). The responses
@@ -291,14 +295,6 @@ impl Locality {
         patient: bool,
         train: Train,
     ) -> Option<Answers<'_>> {
-        // Only a whole run of one call, not patient, would answer alone:
-        // others answer as they are (a run of many when it is done: the
-        // parts of a burst).
-        let train = if calls == 1 && whole && !patient {
-            train
-        } else {
-            Train::Alone
-        };
         let whole = whole && train != Train::Inner;
         let with_others = train.with_others();
         (source != self.here && self.aggregator.adaptive(slot).is_some()).then(|| Answers {
