@@ -46,56 +46,41 @@ use crate::ids::LocalityId;
 /// the end of a caller's batch by about this. A guess, tune me.
 pub(crate) const PATIENT_WAIT_US: u64 = 1_000;
 
-/// The run of calls a thread is handling.
+/// The run of calls a thread is handling: what an [`Answering`] scope
+/// is opened with.
 #[derive(Debug, Clone, Copy)]
-struct Run {
+pub(crate) struct AnsweredRun {
     /// The action's slot.
-    slot: usize,
-    caller: LocalityId,
+    pub(crate) slot: usize,
+    /// The locality whose calls these are.
+    pub(crate) caller: LocalityId,
     /// Whether the run holds more than one call, or came with other
-    /// runs of its caller's (a train).
-    many: bool,
-    /// Whether it came whole (not a piece of a run split between tasks).
-    whole: bool,
+    /// runs of its caller's (a train of runs that waited together:
+    /// `runtime/trains.rs`).
+    pub(crate) many: bool,
+    /// Whether it came whole: not a piece of a run split between tasks
+    /// or of a train (whose responses are not the run's: [`answering`]
+    /// says no, but [`answering_many`] may say yes).
+    pub(crate) whole: bool,
     /// Whether its caller lets the responses wait (see the module docs).
-    patient: bool,
+    pub(crate) patient: bool,
 }
 
 thread_local! {
     /// The run of calls this thread is handling in an [`Answering`]
     /// scope, if any.
-    static ANSWERING: Cell<Option<Run>> = const { Cell::new(None) };
+    static ANSWERING: Cell<Option<AnsweredRun>> = const { Cell::new(None) };
 }
 
 /// While alive, the responses of the action in `slot` to `caller` made on
 /// this thread are the run's (see the module docs); ends the scope when
 /// dropped, also when unwinding.
 #[derive(Debug)]
-pub(crate) struct Answering(Option<Run>);
+pub(crate) struct Answering(Option<AnsweredRun>);
 
 impl Answering {
-    /// Opens the scope of a run of `calls` calls of the action in `slot`
-    /// from `caller`, that came `with_others` of the caller's or not (a
-    /// train of runs that waited together: `runtime/trains.rs`), `whole`
-    /// or a piece of a run split between tasks or of a train (whose
-    /// responses are not the run's: [`answering`] says no, but
-    /// [`answering_many`] may say yes), whose responses are `patient` or
-    /// not.
-    pub(crate) fn enter(
-        slot: usize,
-        caller: LocalityId,
-        calls: u32,
-        with_others: bool,
-        whole: bool,
-        patient: bool,
-    ) -> Answering {
-        let run = Run {
-            slot,
-            caller,
-            many: calls > 1 || with_others,
-            whole,
-            patient,
-        };
+    /// Opens the scope of `run` on this thread.
+    pub(crate) fn enter(run: AnsweredRun) -> Answering {
         Answering(ANSWERING.replace(Some(run)))
     }
 }
@@ -118,7 +103,7 @@ pub(crate) fn sent_when_done(whole: bool, patient: bool) -> bool {
 /// The run this thread is answering, if it is of the action in `slot`
 /// from `dest`.
 #[inline]
-fn run_for(slot: usize, dest: LocalityId) -> Option<Run> {
+fn run_for(slot: usize, dest: LocalityId) -> Option<AnsweredRun> {
     ANSWERING
         .get()
         .filter(|run| (run.slot, run.caller) == (slot, dest))
@@ -162,36 +147,60 @@ pub(crate) fn patient(slot: usize, dest: LocalityId) -> bool {
 mod tests {
     use super::*;
 
+    /// A whole, impatient run of many calls of action 3 from locality 1.
+    fn many_calls() -> AnsweredRun {
+        AnsweredRun {
+            slot: 3,
+            caller: LocalityId::new(1),
+            many: true,
+            whole: true,
+            patient: false,
+        }
+    }
+
     #[test]
     fn only_a_whole_run_is_answered_together_but_a_piece_of_many_calls_answers_them_together() {
         let (slot, caller, other) = (3, LocalityId::new(1), LocalityId::new(2));
         assert!(!answering(slot, caller) && !answering_many(slot, caller));
         {
-            let _whole = Answering::enter(slot, caller, 10, false, true, false);
+            let _whole = Answering::enter(many_calls());
             assert!(answering(slot, caller) && answering_many(slot, caller));
-            assert!(!answering_alone(slot, caller), "a run of ten");
+            assert!(!answering_alone(slot, caller), "a run of many");
             assert!(!answering(slot, other) && !answering_many(slot + 1, caller));
             {
                 // A piece of a run split between tasks, nested (a task
                 // handling it inline): its responses are not the run's.
-                let _piece = Answering::enter(slot, caller, 5, false, false, false);
+                let _piece = Answering::enter(AnsweredRun {
+                    whole: false,
+                    ..many_calls()
+                });
                 assert!(!answering(slot, caller) && answering_many(slot, caller));
             }
             assert!(answering(slot, caller), "the outer scope is back");
         }
-        let alone = Answering::enter(slot, caller, 1, false, true, false);
+        let one_call = AnsweredRun {
+            many: false,
+            ..many_calls()
+        };
+        let alone = Answering::enter(one_call);
         assert!(answering(slot, caller) && !answering_many(slot, caller));
         assert!(answering_alone(slot, caller) && !answering_alone(slot, other));
         drop(alone);
         // A run of one in a train: its response waits for the others'.
-        let in_train = Answering::enter(slot, caller, 1, true, false, false);
+        let in_train = Answering::enter(AnsweredRun {
+            whole: false,
+            ..many_calls()
+        });
         assert!(!answering(slot, caller) && answering_many(slot, caller));
         assert!(!answering_alone(slot, caller), "one of a train");
         drop(in_train);
-        let last_of_train = Answering::enter(slot, caller, 1, true, true, false);
+        let last_of_train = Answering::enter(many_calls());
         assert!(answering(slot, caller) && !answering_alone(slot, caller));
         drop(last_of_train);
-        let piece_of_one = Answering::enter(slot, caller, 1, false, false, false);
+        let piece_of_one = Answering::enter(AnsweredRun {
+            whole: false,
+            ..one_call
+        });
         assert!(!answering(slot, caller) && !answering_many(slot, caller));
         assert!(!answering_alone(slot, caller), "a piece of a run");
         assert!(!patient(slot, caller));
@@ -201,13 +210,20 @@ mod tests {
     #[test]
     fn a_patient_run_is_not_answered_when_it_is_done_nor_alone() {
         let (slot, caller) = (3, LocalityId::new(1));
+        let patient_many = AnsweredRun {
+            patient: true,
+            ..many_calls()
+        };
         {
-            let _many = Answering::enter(slot, caller, 10, false, true, true);
+            let _many = Answering::enter(patient_many);
             assert!(patient(slot, caller) && answering_many(slot, caller));
             assert!(!answering(slot, caller), "not sent when the run is done");
             assert!(!patient(slot + 1, caller) && !patient(slot, LocalityId::new(2)));
         }
-        let _one = Answering::enter(slot, caller, 1, false, true, true);
+        let _one = Answering::enter(AnsweredRun {
+            many: false,
+            ..patient_many
+        });
         assert!(patient(slot, caller) && !answering_alone(slot, caller));
         assert!(!answering(slot, caller));
     }

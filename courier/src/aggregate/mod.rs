@@ -46,7 +46,7 @@ mod wakes;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub(crate) use answer::{Answering, PATIENT_WAIT_US, sent_when_done};
+pub(crate) use answer::{AnsweredRun, Answering, PATIENT_WAIT_US, sent_when_done};
 pub(crate) use buffer::LaneStats;
 pub(crate) use policy::Reason;
 pub use policy::{AdaptivePolicy, BytePolicy, Coalescing, CountPolicy};

@@ -21,7 +21,7 @@ use super::locality::{Delivery, Locality, report};
 use super::trains::Train;
 use super::watchdog::action_label;
 use crate::action::{ActionEntry, CallSite, registry};
-use crate::aggregate::{Answering, sent_when_done};
+use crate::aggregate::{AnsweredRun, Answering, sent_when_done};
 use crate::clock::{clock, timed};
 use crate::ids::LocalityId;
 use crate::parcel::{
@@ -296,13 +296,18 @@ impl Locality {
         train: Train,
     ) -> Option<Answers<'_>> {
         let whole = whole && train != Train::Inner;
-        let with_others = train.with_others();
         (source != self.here && self.aggregator.adaptive(slot).is_some()).then(|| Answers {
             locality: self,
             slot,
             source,
             flush: sent_when_done(whole, patient),
-            _scope: Answering::enter(slot, source, calls, with_others, whole, patient),
+            _scope: Answering::enter(AnsweredRun {
+                slot,
+                caller: source,
+                many: calls > 1 || train.with_others(),
+                whole,
+                patient,
+            }),
         })
     }
 
