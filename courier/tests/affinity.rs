@@ -108,23 +108,22 @@ fn under_mpirun() {
 #[ignore = "an MPI case: run by under_mpirun"]
 fn mpi_auto_leaves_ranks_with_masks_of_their_own_unbound() {
     let allowed = two_or_more_cpus();
-    if allowed.len() % 2 == 1 {
-        eprintln!("skipped: an odd number of CPUs ({allowed:?}) is filled by no two ranks");
-        return;
-    }
-    // The second rank of the node narrows its mask to the last CPU, as a
-    // launcher's binding would. Half the CPUs' workers a rank: were the
-    // two ranks taken to share the whole mask, `auto` would bind rank 0
-    // to the first half.
+    // Both ranks narrow their masks as a launcher's binding would: rank 0
+    // to an even number of the CPUs (the whole mask where that is even),
+    // rank 1 to the last of those. Half of rank 0's CPUs as workers a
+    // rank: were the two ranks taken to share rank 0's mask, `auto` would
+    // bind rank 0 to its first half.
+    let even = &allowed[..allowed.len() / 2 * 2];
+    let last = *even.last().expect("two or more");
     let local_rank = std::env::var("OMPI_COMM_WORLD_LOCAL_RANK").expect("run by mpirun");
-    let last = *allowed.last().expect("not empty");
-    if local_rank == "1" {
+    let mine: &[usize] = if local_rank == "1" { &[last] } else { even };
+    if mine != allowed {
         let mut set = rustix::thread::CpuSet::new();
-        set.set(last);
+        mine.iter().for_each(|&cpu| set.set(cpu));
         rustix::thread::sched_setaffinity(None, &set).expect("narrow the mask");
     }
-    let seen = cpus_of_each_locality(common::mpi().workers(allowed.len() / 2));
-    assert_eq!(seen[0], allowed, "rank 0 keeps its whole mask");
+    let seen = cpus_of_each_locality(common::mpi().workers(even.len() / 2));
+    assert_eq!(seen[0], even, "rank 0 keeps its whole mask");
     assert_eq!(seen[1], vec![last], "rank 1 keeps its own");
 }
 
