@@ -23,16 +23,22 @@ use rustc_hash::FxHashMap;
 pub(crate) const WATCHED_GRACE_NS: u64 = 50_000;
 
 /// The same on a locality of one worker, which alone can run the task:
-/// a backup gains little before that worker is free (it looks for due
-/// wake-ups between tasks and when it runs out of them), but the thread
-/// wakes for it, due or taken, and on a busy core that wake-up preempts
-/// a worker. At 50 µs, a paced stream of a call every 20 µs, each after a
-/// sleep (the toy's steady phase, a worker a locality on two cores),
-/// woke the thread some 21,000 times a second; each took the core from
-/// a worker, and the calls' median latency was 31–40 µs. At 1 ms the
-/// thread woke a tenth as often and the median was 13–16 µs (issue #15,
-/// twenty-fourth part).
-pub(crate) const LONE_WORKER_GRACE_NS: u64 = 1_000_000;
+/// a backup gains nothing before that worker is free (it looks for due
+/// wake-ups between tasks and when it runs out of them, and an idle one
+/// spins for a watched wake-up instead of parking: `sched/spin.rs`), but
+/// the thread wakes for it, due or taken, and on a busy core that
+/// wake-up preempts a worker. A paced stream of a call every 20 µs, each
+/// after a sleep (the toy's steady phase, a worker a locality on two
+/// cores), woke the thread some 21,000 times a second at 50 µs, and the
+/// calls' median latency was 31–40 µs; at 1 ms, a tenth as often and
+/// 13–16 µs (issue #15, twenty-fourth part). At 1 ms it still woke
+/// every millisecond, each time taking the core from a worker for some
+/// 10 µs: at 10 ms the caller's timer thread was switched in 728 times
+/// in eight steady phases instead of 4,583, and the phases' median p99
+/// fell from 53 to 41 µs under adaptive (that of `count:4096/1000`,
+/// 45 to 41; issue #15, twenty-fifth part). So the backup is a safety
+/// net only.
+pub(crate) const LONE_WORKER_GRACE_NS: u64 = 10_000_000;
 
 /// How late the timer thread wakes a watched task on a locality of
 /// `workers` workers.
