@@ -614,6 +614,7 @@ fn calls_that_wait_together_for_a_busy_responder_are_answered_together() {
             let before = messages(&rt, 1).await.0;
             let answered = || counter(&rt, 1, "/coalescing/count/flush-answered", "echo");
             let answered_before = answered().await;
+            let firings_before = timer_firings(&rt, 1).await;
             rt.post(peer, hold_worker, (50,))?;
             rt.flush();
             rt.sleep(Duration::from_millis(10)).await;
@@ -628,6 +629,7 @@ fn calls_that_wait_together_for_a_busy_responder_are_answered_together() {
             }
             let responses = messages(&rt, 1).await.0 - before;
             let sent_by_the_last = answered().await - answered_before;
+            let firings = timer_firings(&rt, 1).await - firings_before;
             let off_there = rt.call(peer, coalescing_of_echo, (0,)).await?;
             if rt.coalescing(echo, peer) != Coalescing::Off
                 || !off_there
@@ -643,11 +645,21 @@ fn calls_that_wait_together_for_a_busy_responder_are_answered_together() {
                 sent_by_the_last >= 1.0,
                 "no response left with the last run"
             );
+            // On a locality of one worker, which runs the train's last
+            // run, the held responses gave the flush timer nothing to do.
+            assert_eq!(firings, 0.0, "the responder's flush timer fired");
             break;
         }
         Ok(())
     })
     .unwrap();
+}
+
+/// How many times the flush timer of locality `l` fired.
+async fn timer_firings(rt: &Runtime, l: u32) -> f64 {
+    let name = format!("/coalescing{{locality#{l}/total}}/time/timer-lateness");
+    let mut set = rt.counters([name.as_str()]).unwrap();
+    set.evaluate(false).await.unwrap()[0].value
 }
 
 /// Whether the coalescing of `echo` towards locality `peer` is off where

@@ -14,7 +14,8 @@
 //! it), unless other runs of its caller waited in the inbox with it (a
 //! train, `runtime/trains.rs`: calls sent a message each while the
 //! responder was busy), whose responses leave together when the last of
-//! them is done;
+//! them is done (on a locality of one worker, which runs that last run
+//! itself, without arming the flush timer either);
 //! a run of a thousand gets one message, also where the tuner turned the
 //! action's coalescing off (for calls awaited one at a time): its caller
 //! sent the calls together. The sparse bypass does not send the first
@@ -64,6 +65,10 @@ pub(crate) struct AnsweredRun {
     pub(crate) whole: bool,
     /// Whether its caller lets the responses wait (see the module docs).
     pub(crate) patient: bool,
+    /// Whether it is a run of a train other than its last: its responses
+    /// leave with those of the train's last run, which sends them
+    /// (`runtime/receive.rs`).
+    pub(crate) in_train: bool,
 }
 
 thread_local! {
@@ -135,6 +140,14 @@ pub(crate) fn answering_many(slot: usize, dest: LocalityId) -> bool {
     run_for(slot, dest).is_some_and(|run| run.many)
 }
 
+/// Whether a response of the action in `slot` to `dest` answers a run of
+/// a train this thread is handling, not its last: the train's last run
+/// sends it.
+#[inline]
+pub(crate) fn in_train(slot: usize, dest: LocalityId) -> bool {
+    run_for(slot, dest).is_some_and(|run| run.in_train)
+}
+
 /// Whether a response of the action in `slot` to `dest` answers a run
 /// this thread is handling whose caller lets the responses wait: it waits
 /// for company under the patient policy (see the module docs).
@@ -155,6 +168,7 @@ mod tests {
             many: true,
             whole: true,
             patient: false,
+            in_train: false,
         }
     }
 
@@ -187,15 +201,21 @@ mod tests {
         assert!(answering_alone(slot, caller) && !answering_alone(slot, other));
         drop(alone);
         // A run of one in a train: its response waits for the others'.
-        let in_train = Answering::enter(AnsweredRun {
+        let of_train = Answering::enter(AnsweredRun {
             whole: false,
+            in_train: true,
             ..many_calls()
         });
         assert!(!answering(slot, caller) && answering_many(slot, caller));
         assert!(!answering_alone(slot, caller), "one of a train");
-        drop(in_train);
+        assert!(in_train(slot, caller) && !in_train(slot, other));
+        drop(of_train);
         let last_of_train = Answering::enter(many_calls());
         assert!(answering(slot, caller) && !answering_alone(slot, caller));
+        assert!(
+            !in_train(slot, caller),
+            "the last run of a train sends them"
+        );
         drop(last_of_train);
         let piece_of_one = Answering::enter(AnsweredRun {
             whole: false,

@@ -537,7 +537,18 @@ impl Aggregator {
             let deadline = now + policy.wait().as_nanos() as u64;
             buffer.armed = Some(deadline);
             buffers.list(lane, dest.index());
-            self.arm_set(set_index, &mut buffers, deadline);
+            if on_worker && self.sched.workers() == 1 && Self::in_train(lane, dest) {
+                // A response held for a train on a locality of one
+                // worker: that worker runs the train's last run, which
+                // sends it (or runs out of tasks first, or finds it due as
+                // it pushes), so the timer gets no entry. Renewed by the
+                // trains of a paced stream, the entry woke the timer
+                // thread every millisecond, each time taking the worker's
+                // core (BENCHMARKS.md, issue #15, twenty-sixth part).
+                buffers.earliest = buffers.earliest.min(deadline);
+            } else {
+                self.arm_set(set_index, &mut buffers, deadline);
+            }
         }
         buffers.pushes = buffers.pushes.wrapping_add(1);
         self.after_push(outbox, buffers, set_index, on_worker, dest, taken)
@@ -549,6 +560,13 @@ impl Aggregator {
     fn answering(lane: usize, dest: LocalityId) -> bool {
         let (slot, kind) = lane_parts(lane);
         kind == RunKind::Responses && answer::answering(slot, dest)
+    }
+
+    /// Whether `lane` to `dest` is for a response to a run of a train
+    /// this thread is handling, not its last (see `answer.rs`).
+    fn in_train(lane: usize, dest: LocalityId) -> bool {
+        let (slot, kind) = lane_parts(lane);
+        kind == RunKind::Responses && answer::in_train(slot, dest)
     }
 
     /// Whether `lane` to `dest` holds responses to a run of calls this

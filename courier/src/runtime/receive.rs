@@ -307,6 +307,7 @@ impl Locality {
                 many: calls > 1 || train.with_others(),
                 whole,
                 patient,
+                in_train: train == Train::Inner,
             }),
         })
     }
