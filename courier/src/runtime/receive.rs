@@ -247,12 +247,16 @@ impl Locality {
             credit,
             work,
         } = delivery;
+        let answered_slot;
         {
             let _handler = HandlerScope::enter();
             let _answers = match found {
                 Some((slot, _)) => self.answer_run(slot, source, count, whole, patient, in_train),
                 None => None,
             };
+            // The slot whose responses the guard sends when the run is
+            // done: a train that ends here need not look at it again.
+            answered_slot = _answers.as_ref().filter(|a| a.flush).map(|a| a.slot);
             let outer = label_poll(&self.sched, action_label(action));
             let ((), ns) = timed(|| self.run_calls(source, &body, action, found, count));
             if let Some((slot, _)) = found {
@@ -260,8 +264,11 @@ impl Locality {
             }
             label_poll(&self.sched, outer);
         }
-        if let Train::Last { slot } = train {
-            // The train's held responses, whatever action this run called.
+        if let Train::Last { slot } = train
+            && answered_slot != Some(slot)
+        {
+            // The train's held responses, whatever action this run called
+            // (those of its own action left with its own responses).
             self.aggregator.flush_responses(&**self, slot, source);
         }
         self.report_post_failures();
