@@ -250,13 +250,14 @@ impl Locality {
         let answered_slot;
         {
             let _handler = HandlerScope::enter();
-            let _answers = match found {
+            // Sends the run's responses when dropped, at the block's end.
+            let answers = match found {
                 Some((slot, _)) => self.answer_run(slot, source, count, whole, patient, in_train),
                 None => None,
             };
-            // The slot whose responses the guard sends when the run is
-            // done: a train that ends here need not look at it again.
-            answered_slot = _answers.as_ref().filter(|a| a.flush).map(|a| a.slot);
+            // The slot whose responses that guard sends: a train that ends
+            // here need not look at it again.
+            answered_slot = answers.as_ref().filter(|a| a.flush).map(|a| a.slot);
             let outer = label_poll(&self.sched, action_label(action));
             let ((), ns) = timed(|| self.run_calls(source, &body, action, found, count));
             if let Some((slot, _)) = found {
