@@ -19,9 +19,10 @@ use crate::parcel::{CallError, CallFuture};
 /// for it once it runs out of tasks; should no worker get to it (all busy
 /// with long tasks), the timer thread wakes it 50 µs late (10 ms where
 /// the locality has one worker, which alone can run it and wakes it
-/// itself once free), plus its own wake-up. A longer sleep is woken by the timer thread, about as late
-/// as it flushes buffers (`/coalescing/time/timer-lateness`), or by a
-/// worker that finds it due first.
+/// itself once free), plus its own wake-up. A longer sleep is woken by
+/// the timer thread, about as late as it flushes buffers
+/// (`/coalescing/time/timer-lateness`), or by a worker that finds it due
+/// first.
 ///
 /// # Panics
 ///
