@@ -330,7 +330,7 @@ impl Aggregator {
                 false,
             );
         }
-        let patient = Self::patient(lane, dest);
+        let patient = Self::responses(lane, dest, answer::patient);
         if !buffer.setting().is_on() || buffer.escaped() || patient {
             self.escape_or_restore(&mut buffers, on_worker, slot, lane, dest, patient);
         }
@@ -339,7 +339,7 @@ impl Aggregator {
             .unwrap_or_else(|| unreachable!("the buffer was just made"));
         // The response to a run of one call leaves at once, alone, without
         // the buffer (`answer.rs`).
-        let alone = Self::answering_alone(lane, dest);
+        let alone = Self::responses(lane, dest, answer::answering_alone);
         if alone || !buffer.setting().is_on() {
             if alone && buffer.setting().is_on() {
                 // Where the setting would have held it: a parcel past
@@ -441,7 +441,7 @@ impl Aggregator {
         dest: LocalityId,
     ) -> Option<CountPolicy> {
         let bounds = self.settings.adaptive(lane_parts(lane).0)?;
-        let together = Self::answering_many(lane, dest)
+        let together = Self::responses(lane, dest, answer::answering_many)
             || (on_worker && buffers.count_in_poll(current_poll()) >= BURST_CALLS);
         together.then(|| bounds.start())
     }
@@ -512,7 +512,7 @@ impl Aggregator {
         // leave together: the sparse bypass would send the first of them
         // alone, a message more a run (BENCHMARKS.md, issue #15,
         // seventeenth part).
-        let together = Self::answering_many(lane, dest);
+        let together = Self::responses(lane, dest, answer::answering_many);
         let decision = buffer.pushed(policy, parcel_bytes, now, together);
         let too_big = buffer.frame.byte_len() - FRAME_HEADROOM > self.max_frame_bytes;
         let mut taken: Taken = Vec::new();
@@ -532,12 +532,15 @@ impl Aggregator {
             }
             buffer.armed = None;
         } else if let Some(now) = now
-            && !Self::answering(lane, dest)
+            && !Self::responses(lane, dest, answer::answering)
         {
             let deadline = now + policy.wait().as_nanos() as u64;
             buffer.armed = Some(deadline);
             buffers.list(lane, dest.index());
-            if on_worker && self.sched.workers() == 1 && Self::in_train(lane, dest) {
+            if on_worker
+                && self.sched.workers() == 1
+                && Self::responses(lane, dest, answer::in_train)
+            {
                 // A response held for a train on a locality of one
                 // worker: that worker runs the train's last run, which
                 // sends it (or runs out of tasks first, or finds it due as
@@ -554,43 +557,15 @@ impl Aggregator {
         self.after_push(outbox, buffers, set_index, on_worker, dest, taken)
     }
 
-    /// Whether `lane` to `dest` holds responses to the run of calls this
-    /// thread is handling: they leave when it is done, without the timer
-    /// (see `answer.rs`).
-    fn answering(lane: usize, dest: LocalityId) -> bool {
+    /// Whether `lane` to `dest` holds responses, to the run of calls this
+    /// thread is handling, of which `question` (asked of the action's
+    /// slot and `dest`) says yes: one of `answer.rs`'s, such as
+    /// [`answer::answering`] (they leave when the run is done, without the
+    /// timer) or [`answer::patient`] (they wait under the patient policy).
+    #[inline]
+    fn responses(lane: usize, dest: LocalityId, question: fn(usize, LocalityId) -> bool) -> bool {
         let (slot, kind) = lane_parts(lane);
-        kind == RunKind::Responses && answer::answering(slot, dest)
-    }
-
-    /// Whether `lane` to `dest` is for a response to a run of a train
-    /// this thread is handling, not its last (see `answer.rs`).
-    fn in_train(lane: usize, dest: LocalityId) -> bool {
-        let (slot, kind) = lane_parts(lane);
-        kind == RunKind::Responses && answer::in_train(slot, dest)
-    }
-
-    /// Whether `lane` to `dest` holds responses to a run of calls this
-    /// thread is handling whose caller lets them wait: they are held
-    /// under the action's patient policy (see `answer.rs`).
-    fn patient(lane: usize, dest: LocalityId) -> bool {
-        let (slot, kind) = lane_parts(lane);
-        kind == RunKind::Responses && answer::patient(slot, dest)
-    }
-
-    /// Whether `lane` to `dest` is for the response to a whole run of one
-    /// call this thread is handling (see `answer.rs`).
-    fn answering_alone(lane: usize, dest: LocalityId) -> bool {
-        let (slot, kind) = lane_parts(lane);
-        kind == RunKind::Responses && answer::answering_alone(slot, dest)
-    }
-
-    /// Whether `lane` to `dest` holds responses to a run (whole or a
-    /// piece) of more than one call this thread is handling: they came
-    /// together, and may leave together where the setting is off (see
-    /// `answer.rs`).
-    fn answering_many(lane: usize, dest: LocalityId) -> bool {
-        let (slot, kind) = lane_parts(lane);
-        kind == RunKind::Responses && answer::answering_many(slot, dest)
+        kind == RunKind::Responses && question(slot, dest)
     }
 
     /// Every [`CHECK_EVERY`]-th parcel of a worker that stays in its
