@@ -65,7 +65,8 @@ pub struct RuntimeArgs {
     #[arg(long, value_enum, default_value_t = CounterFormat::Text)]
     pub print_counter_format: CounterFormat,
     /// Coalescing of every action (but those marked `coalescing = false`):
-    /// off, on, count[:num_parcels=N,interval_us=N,max_bytes=N] or
+    /// off, on, adaptive[:max_bytes=N,max_parcels=N,kappa=F,split=N],
+    /// count[:num_parcels=N,interval_us=N,max_bytes=N] or
     /// bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N]
     /// [default: count, or COURIER_COALESCING].
     #[arg(long, value_name = "SPEC")]

@@ -261,7 +261,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 << 20;
 /// | `COURIER_WORKERS` | [`Config::workers`] | worker threads per locality | cores ÷ localities on this host, at least 1 |
 /// | `COURIER_LISTEN` | [`Config::listen`] | IP address localities listen on and advertise | `127.0.0.1` |
 /// | `COURIER_MAX_FRAME_BYTES` | [`Config::max_frame_bytes`] | largest frame a locality accepts (`--max-frame-bytes`); a larger call or result fails | 64 MiB ([`DEFAULT_MAX_FRAME_BYTES`]: 16 credit windows, 1,024 default coalesced frames) |
-/// | `COURIER_COALESCING` | [`Config::coalescing`] | coalescing of actions declared with `#[courier::action(coalescing)]` (`off`, `on`, `count:...`, `bytes:...`; see [`Coalescing`]) | `count` with its defaults |
+/// | `COURIER_COALESCING` | [`Config::coalescing`] | coalescing of actions declared with `#[courier::action(coalescing)]` (`off`, `on`, `adaptive`, `count:...`, `bytes:...`; see [`Coalescing`]) | `count` with its defaults |
 /// | `COURIER_CREDIT_WINDOW` | [`Config::credit_window`] | flow control: bytes of unfinished calls one locality may have at another, or `off` | 4 MiB ([`DEFAULT_CREDIT_WINDOW`](crate::DEFAULT_CREDIT_WINDOW)) |
 /// | `COURIER_CREDIT_POOL` | [`Config::credit_pool`] | flow control: bytes a locality lends to origins beyond their windows | 16 MiB ([`DEFAULT_CREDIT_POOL`](crate::DEFAULT_CREDIT_POOL)) |
 /// | `COURIER_CREDIT_HINT` | [`Config::credit_hint`] | flow control: bytes every origin may use at every target beyond its window without asking | 0 |
