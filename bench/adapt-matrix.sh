@@ -43,7 +43,11 @@
 #                    batch,bursty,steady,sparse,awaits --parcels 400000
 #                    --phases 10: the workload changes every phase, twice
 #                    round; batch: calls/s (higher), the others: mean µs from
-#                    a call to its result (lower); see apps/src/bin/toy.rs
+#                    a call to its result (lower); see apps/src/bin/toy.rs.
+#                    PHASE_MS sets the paced phases' length (--phase-ms,
+#                    default 300): a sparse phase of 300 ms holds 2,000
+#                    calls, and one stall of the host of a millisecond
+#                    moves its mean by several percent
 #   pingpong_b2b     pingpong --latency-only --iterations 20000: 8-byte round
 #   pingpong_sparse  trips back to back, and after a 300 µs pause each; median µs (lower).
 #                    The app alternates blocks of iterations/5 of each; with blocks of
@@ -93,7 +97,7 @@ run_one() {
         randomaccess) cmd=("$bin/randomaccess" --log-table-size 19 --lookahead 0 --runs 1) ;;
         parquet) cmd=("$bin/parquet" --nc 64 --iterations 5) ;;
         toy) cmd=("$bin/toy" --parcels 400000 --phases 3) ;;
-        toyphases) cmd=("$bin/toy" --workload batch,bursty,steady,sparse,awaits --parcels 400000 --phases 10) ;;
+        toyphases) cmd=("$bin/toy" --workload batch,bursty,steady,sparse,awaits --parcels 400000 --phases 10 ${PHASE_MS:+--phase-ms "$PHASE_MS"}) ;;
         pingpong) cmd=("$bin/pingpong" --latency-only --iterations 20000) ;;
         *) echo "unknown workload $w" >&2; exit 2 ;;
     esac
@@ -364,6 +368,7 @@ read -r -a workloads <<<"${WORKLOADS:-$ALL_WORKLOADS}"
     echo "invoked as: $argv"
     echo "expanded: $0 -n $RUNS -o $OUT $(tr '\n' ' ' <"$OUT/specs.txt")"
     echo "workloads: ${workloads[*]}"
+    echo "phase_ms (toyphases): ${PHASE_MS:-300 (the default)}"
     echo "runs: $RUNS, settings: $n"
 } >"$OUT/meta.txt"
 cat "$OUT/meta.txt"
