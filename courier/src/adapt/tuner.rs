@@ -59,8 +59,11 @@
 //! buffer, do not wait out the slowdown's confirmation in those buffers:
 //! off stands in from the first such epoch, once a phase
 //! (`Reason::OffUntilConfirmed`, the new phase's first decision; what
-//! comes together is still coalesced under off), and the phase's setting
-//! comes back if the slowdown does not last (`Reason::NotAPhase`).
+//! comes together is still coalesced under off), or, for bursts the model
+//! sends in parts, those parts (`Reason::PartsUntilConfirmed`: the toy's
+//! bursts after its batch waited 100 ms in the batch's buffers of 16,384
+//! parcels), and the phase's setting comes back if the slowdown does not
+//! last (`Reason::NotAPhase`).
 //!
 //! Then it stays put until the traffic changes: no decision is made while
 //! it is steady.
@@ -113,8 +116,8 @@ pub(crate) const CONFIRM_SLOWER_EPOCHS: u32 = 10;
 
 /// The shortest wait in a buffer of the setting in force (the time its
 /// first parcel waits for the others, at the slower rate) for which off
-/// stands in while a slowdown of awaited calls is confirmed
-/// (`Tuner::off_until_confirmed`): 30–60 loopback round trips (15–30 µs
+/// (or a burst's parts) stands in while a slowdown of awaited calls is confirmed
+/// (`Tuner::stand_in_until_confirmed`): 30–60 loopback round trips (15–30 µs
 /// on the machine of BENCHMARKS.md). The
 /// dips of parquet's iterations (0.4 ms under its 64 parcels) must not
 /// make two decisions in a steady phase; steady calls after bursts waited
@@ -327,6 +330,11 @@ pub(crate) enum Reason {
     /// them far longer than the model's would: off (what comes together
     /// is still coalesced) until the new phase is confirmed.
     OffUntilConfirmed { parcels_per_s: f64 },
+    /// Bursts of awaited calls slowed down to this rate under a setting
+    /// that holds them far longer than the model's would: the model's
+    /// parts (off would send them a message a call) until the new phase
+    /// is confirmed.
+    PartsUntilConfirmed { parcels_per_s: f64 },
     /// The slowdown did not last: back to the phase's setting.
     NotAPhase,
 }
@@ -374,6 +382,11 @@ impl fmt::Display for Reason {
                 f,
                 "awaited calls slowed to {parcels_per_s:.0}/s, held far longer than the \
                  model's setting would: off until the phase is confirmed"
+            ),
+            Reason::PartsUntilConfirmed { parcels_per_s } => write!(
+                f,
+                "bursts of awaited calls slowed to {parcels_per_s:.0}/s, held far longer than \
+                 the model's setting would: its parts until the phase is confirmed"
             ),
             Reason::NotAPhase => write!(f, "the slowdown did not last: back"),
         }
@@ -618,7 +631,7 @@ impl Tuner {
                     _ => CONFIRM_EPOCHS,
                 };
                 if count < confirm {
-                    return self.off_until_confirmed(phase.as_ref(), &mean, machine);
+                    return self.stand_in_until_confirmed(phase.as_ref(), &mean, machine);
                 }
                 self.candidate = None;
                 return self.begin_phase(&mean, mean_cost, machine);
@@ -840,7 +853,7 @@ impl Tuner {
     /// the model puts few in a message ([`SMALL_COUNT`]), and a message
     /// a call takes at most [`AFFORDABLE_OFF`] of a core, and they are not
     /// a burst sent in parts ([`Tuner::in_parts`]; see
-    /// `off_until_confirmed` for what off cost bursts). The model
+    /// `stand_in_until_confirmed` for what off cost bursts). The model
     /// prices a parcel's wait in a buffer (κ·n/2Q) but not the queues a
     /// loaded locality adds, nor how many calls are awaited together
     /// when a busy worker issues them one by one without running out of
@@ -857,7 +870,8 @@ impl Tuner {
             && self.in_parts(&phase).is_none()
     }
 
-    /// Off in force at the first epoch of awaited calls that slowed down
+    /// Off (a burst's parts, for bursts) in force at the first epoch of
+    /// awaited calls that slowed down
     /// (from `phase` to the candidate phase `traffic`) under a setting
     /// that holds them far longer than the model's would, and at least
     /// [`STAND_IN_WAIT_NS`] a buffer: until the new phase is confirmed,
@@ -875,12 +889,13 @@ impl Tuner {
     /// decisions it had made. A new phase confirmed under the stand-in
     /// keeps off without the trial its model's few parcels a message
     /// would get (that trial is what ran, with nothing to compare it to),
-    /// and one left with a single decision makes no trial at all. Not
-    /// for bursts sent in parts ([`Tuner::in_parts`]), which off would
-    /// send a message a call: bursts of 500 awaited calls came back in
-    /// 1.3–2.0 ms under off, 0.1–0.14 ms in parts (BENCHMARKS.md, issue
-    /// #15).
-    fn off_until_confirmed(
+    /// and one left with a single decision makes no trial at all. Bursts
+    /// sent in parts ([`Tuner::in_parts`]) get the model's parts
+    /// instead, since off would send them a message a call (bursts of 500
+    /// awaited calls came back in 1.3–2.0 ms under off, 0.1–0.14 ms in
+    /// parts; BENCHMARKS.md, issue #15); the phase confirmed under them
+    /// keeps them.
+    fn stand_in_until_confirmed(
         &mut self,
         phase: Option<&Traffic>,
         traffic: &Traffic,
@@ -895,20 +910,30 @@ impl Tuner {
             || traffic.parcels_per_s * PhaseChange::RATE >= phase.parcels_per_s
             || !traffic.mostly_awaited()
             || wait_ns < STAND_IN_WAIT_NS
-            || self.in_parts(traffic).is_some()
             || !self.holds_far_longer(traffic, machine)
         {
             return None;
         }
+        // Bursts sent in parts get the model's parts, not off, which
+        // would send them a message a call.
+        let (setting, reason) = match self.in_parts(traffic) {
+            Some(_) => (
+                self.model(traffic, machine).1,
+                Reason::PartsUntilConfirmed {
+                    parcels_per_s: traffic.parcels_per_s,
+                },
+            ),
+            None => (
+                Coalescing::Off,
+                Reason::OffUntilConfirmed {
+                    parcels_per_s: traffic.parcels_per_s,
+                },
+            ),
+        };
         self.stood_in_for = Some((self.in_force, self.in_phase));
         self.stood_in_this_phase = true;
         self.in_phase = 0;
-        self.decide(
-            Coalescing::Off,
-            Reason::OffUntilConfirmed {
-                parcels_per_s: traffic.parcels_per_s,
-            },
-        )
+        self.decide(setting, reason)
     }
 
     /// Whether the setting in force would hold `traffic`'s parcels in its
@@ -1370,6 +1395,30 @@ mod tests {
         assert!(rest.is_empty(), "{rest:?}");
         assert_eq!(tuner.in_force(), Coalescing::Off);
         assert_eq!(tuner.phase.map(|p| p.parcels_per_s), Some(5e4));
+    }
+
+    #[test]
+    fn bursts_after_a_batch_get_their_parts_until_the_phase_is_confirmed() {
+        // The toy's bursts of 500 awaited calls every 5 ms after its batch
+        // of 400,000 (4.5 M calls a second): a slowdown, under the batch's
+        // 16,384 parcels and 7 ms, as the tuner set them there.
+        let batch = count_with(16384, 7000);
+        let mut tuner = Tuner::new(batch, AdaptivePolicy::DEFAULT.into());
+        tuner.phase = Some(awaited(4.5e6, 4e5));
+        let bursts = awaited(1e5, 500.0);
+        assert!(tuner.holds_far_longer(&bursts, &MACHINE), "{batch:?}");
+        let first = epoch(bursts, tuner.in_force(), 0.0, 0.0, 0);
+        let d = tuner.observe(&first, &MACHINE).expect("parts at once");
+        assert!(
+            matches!(d.reason, Reason::PartsUntilConfirmed { .. }),
+            "{d:?}"
+        );
+        assert_eq!(count(d.setting).map(|p| p.num_parcels), Some(125));
+        // Confirmed, the phase keeps the parts: no decision more.
+        let rest = run(&mut tuner, bursts, 0.0, 0.0, 30);
+        assert!(rest.is_empty(), "{rest:?}");
+        assert_eq!(tuner.in_force(), d.setting);
+        assert_eq!(tuner.phase.map(|p| p.parcels_per_s), Some(1e5));
     }
 
     #[test]
