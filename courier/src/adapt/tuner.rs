@@ -894,7 +894,8 @@ impl Tuner {
     /// instead, since off would send them a message a call (bursts of 500
     /// awaited calls came back in 1.3–2.0 ms under off, 0.1–0.14 ms in
     /// parts; BENCHMARKS.md, issue #15); the phase confirmed under them
-    /// keeps them.
+    /// keeps them, or takes the count of its own mean where that differs
+    /// by more than a quarter.
     fn stand_in_until_confirmed(
         &mut self,
         phase: Option<&Traffic>,
