@@ -871,8 +871,8 @@ impl Tuner {
     }
 
     /// Off (a burst's parts, for bursts) in force at the first epoch of
-    /// awaited calls that slowed down
-    /// (from `phase` to the candidate phase `traffic`) under a setting
+    /// awaited calls that slowed down (from `phase` to the candidate
+    /// phase `traffic`) under a setting
     /// that holds them far longer than the model's would, and at least
     /// [`STAND_IN_WAIT_NS`] a buffer: until the new phase is confirmed,
     /// which takes a slowdown ten epochs (three where the model sends the
@@ -917,19 +917,13 @@ impl Tuner {
         }
         // Bursts sent in parts get the model's parts, not off, which
         // would send them a message a call.
+        let parcels_per_s = traffic.parcels_per_s;
         let (setting, reason) = match self.in_parts(traffic) {
             Some(_) => (
                 self.model(traffic, machine).1,
-                Reason::PartsUntilConfirmed {
-                    parcels_per_s: traffic.parcels_per_s,
-                },
+                Reason::PartsUntilConfirmed { parcels_per_s },
             ),
-            None => (
-                Coalescing::Off,
-                Reason::OffUntilConfirmed {
-                    parcels_per_s: traffic.parcels_per_s,
-                },
-            ),
+            None => (Coalescing::Off, Reason::OffUntilConfirmed { parcels_per_s }),
         };
         self.stood_in_for = Some((self.in_force, self.in_phase));
         self.stood_in_this_phase = true;
