@@ -12,10 +12,12 @@ use courier::{Action, BoxError, Coalescing, CountPolicy, Runtime, RuntimeArgs};
 /// `--coalesce-action ACTION=SPEC` for one.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CoalescingArgs {
-    /// Parcels per message (count policy) [default: the configured setting's].
+    /// Parcels per message (count policy) [default: that of a
+    /// `--coalescing count:...`, else the count policy's default].
     #[arg(long, value_name = "N")]
     pub num_parcels: Option<u32>,
-    /// Wait interval of the count policy in µs [default: the configured setting's].
+    /// Wait interval of the count policy in µs [default: that of a
+    /// `--coalescing count:...`, else the count policy's default].
     #[arg(long, value_name = "US")]
     pub interval_us: Option<u64>,
     /// Parcels per message of each phase in turn (Wagle et al. 2018 Fig. 9), e.g.

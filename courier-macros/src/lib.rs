@@ -15,7 +15,8 @@ use syn::{FnArg, ItemFn, ReturnType, parse_macro_input, spanned::Spanned};
 ///
 /// Every action's parcels (calls, and the responses to them) to one
 /// destination are coalesced under the configured policy
-/// (`courier::Config::coalescing`). `#[courier::action(coalescing = false)]`
+/// (`courier::Config::coalescing`; adaptive unless configured otherwise,
+/// `courier::Coalescing::DEFAULT`). `#[courier::action(coalescing = false)]`
 /// sends each parcel of the action alone unless coalescing is turned on for
 /// it by configuration or at run time; `#[courier::action(coalescing)]`
 /// says the default explicitly (HPX's `HPX_ACTION_USES_MESSAGE_COALESCING`).

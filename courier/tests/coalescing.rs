@@ -408,7 +408,13 @@ fn bad_settings_are_clear_errors() {
             .to_string();
         assert!(err.contains("does not exist"), "{err}");
         assert_eq!(rt.coalescing(echo, rt.here()), Coalescing::Off);
-        assert_eq!(rt.coalescing(record, rt.here()), Coalescing::default());
+        // `record` keeps the default, adaptive; in force is its tuner's
+        // start, the count policy with its defaults (a lone locality tunes
+        // nothing).
+        assert_eq!(
+            rt.coalescing(record, rt.here()),
+            Coalescing::Count(CountPolicy::DEFAULT)
+        );
         Ok(())
     })
     .unwrap();

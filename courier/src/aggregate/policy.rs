@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 /// action while the program runs with
 /// [`Runtime::set_coalescing`](crate::Runtime::set_coalescing).
 ///
-/// The text form (flags, environment) is `off`, `on` (the default count
-/// policy), `count[:key=value,...]`
+/// The text form (flags, environment) is `off`, `on` (the count policy
+/// with its defaults), `count[:key=value,...]`
 /// with keys `num_parcels`, `interval_us`, `max_bytes`, or
 /// `bytes[:key=value,...]` with keys `buffer_bytes`, `threshold`,
 /// `cutoff`, `timeout_us`; both also take `dimensions` (1 or 2, see
@@ -61,10 +61,31 @@ pub enum Coalescing {
     Adaptive(AdaptivePolicy),
 }
 
+impl Coalescing {
+    /// The coalescing of every action unless configured otherwise
+    /// ([`Config::coalescing`](crate::Config::coalescing)): adaptive, each
+    /// locality's tuner setting the count policy of every action towards
+    /// every destination from the traffic it measures
+    /// ([`AdaptivePolicy::DEFAULT`]'s bounds). In issue #15's workload
+    /// matrix (BENCHMARKS.md) it came within 5 % of the best static setting
+    /// of each workload and phase, and never behind the count policy with
+    /// its defaults (`on`), the default before it.
+    ///
+    /// ```
+    /// use courier::{AdaptivePolicy, Coalescing, CountPolicy};
+    ///
+    /// assert_eq!(Coalescing::DEFAULT, Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
+    /// assert_eq!(Coalescing::default(), Coalescing::DEFAULT);
+    /// // The count policy with its defaults, the default before adaptive:
+    /// assert_eq!("on".parse::<Coalescing>(), Ok(Coalescing::Count(CountPolicy::DEFAULT)));
+    /// ```
+    pub const DEFAULT: Coalescing = Coalescing::Adaptive(AdaptivePolicy::DEFAULT);
+}
+
 impl Default for Coalescing {
-    /// The count policy with its defaults.
+    /// [`Coalescing::DEFAULT`]: adaptive.
     fn default() -> Self {
-        Coalescing::Count(CountPolicy::DEFAULT)
+        Coalescing::DEFAULT
     }
 }
 
@@ -402,7 +423,7 @@ impl FromStr for Coalescing {
         }
         let coalescing = match kind {
             "off" | "none" if rest.is_empty() => Coalescing::Off,
-            "on" if rest.is_empty() => Coalescing::default(),
+            "on" if rest.is_empty() => Coalescing::Count(CountPolicy::DEFAULT),
             "count" => {
                 let mut p = CountPolicy::DEFAULT;
                 for pair in pairs {
@@ -701,8 +722,10 @@ mod tests {
             let c: Coalescing = s.parse().unwrap();
             assert_eq!(c.to_string(), s);
         }
-        assert_eq!("count".parse::<Coalescing>(), Ok(Coalescing::default()));
-        assert_eq!("on".parse::<Coalescing>(), Ok(Coalescing::default()));
+        let count = Coalescing::Count(CountPolicy::DEFAULT);
+        assert_eq!("count".parse::<Coalescing>(), Ok(count));
+        assert_eq!("on".parse::<Coalescing>(), Ok(count));
+        assert_eq!("adaptive".parse::<Coalescing>(), Ok(Coalescing::default()));
         let err = |s: &str| s.parse::<Coalescing>().unwrap_err();
         assert!(err("count:num_parcels=0").contains("at least 1"));
         assert!(err("count:num_parcel=3").contains("not `num_parcel`"));

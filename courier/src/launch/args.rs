@@ -68,7 +68,7 @@ pub struct RuntimeArgs {
     /// off, on, adaptive[:max_bytes=N,max_parcels=N,kappa=F,split=N],
     /// count[:num_parcels=N,interval_us=N,max_bytes=N] or
     /// bytes[:buffer_bytes=N,threshold=F,cutoff=F,timeout_us=N]
-    /// [default: count, or COURIER_COALESCING].
+    /// [default: adaptive, or COURIER_COALESCING].
     #[arg(long, value_name = "SPEC")]
     pub coalescing: Option<Coalescing>,
     /// Coalescing of one action: ACTION=SPEC, ACTION its

@@ -261,7 +261,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 << 20;
 /// | `COURIER_WORKERS` | [`Config::workers`] | worker threads per locality | cores ÷ localities on this host, at least 1 |
 /// | `COURIER_LISTEN` | [`Config::listen`] | IP address localities listen on and advertise | `127.0.0.1` |
 /// | `COURIER_MAX_FRAME_BYTES` | [`Config::max_frame_bytes`] | largest frame a locality accepts (`--max-frame-bytes`); a larger call or result fails | 64 MiB ([`DEFAULT_MAX_FRAME_BYTES`]: 16 credit windows, 1,024 default coalesced frames) |
-/// | `COURIER_COALESCING` | [`Config::coalescing`] | coalescing of actions declared with `#[courier::action(coalescing)]` (`off`, `on`, `adaptive`, `count:...`, `bytes:...`; see [`Coalescing`]) | `count` with its defaults |
+/// | `COURIER_COALESCING` | [`Config::coalescing`] | coalescing of actions declared with `#[courier::action(coalescing)]` (`off`, `on`, `adaptive`, `count:...`, `bytes:...`; see [`Coalescing`]) | `adaptive` ([`Coalescing::DEFAULT`]) |
 /// | `COURIER_CREDIT_WINDOW` | [`Config::credit_window`] | flow control: bytes of unfinished calls one locality may have at another, or `off` | 4 MiB ([`DEFAULT_CREDIT_WINDOW`](crate::DEFAULT_CREDIT_WINDOW)) |
 /// | `COURIER_CREDIT_POOL` | [`Config::credit_pool`] | flow control: bytes a locality lends to origins beyond their windows | 16 MiB ([`DEFAULT_CREDIT_POOL`](crate::DEFAULT_CREDIT_POOL)) |
 /// | `COURIER_CREDIT_HINT` | [`Config::credit_hint`] | flow control: bytes every origin may use at every target beyond its window without asking | 0 |
@@ -526,8 +526,8 @@ impl Config {
         self
     }
 
-    /// The coalescing of every action (default: [`Coalescing::default`],
-    /// the count policy with its defaults; `COURIER_COALESCING`).
+    /// The coalescing of every action (default: [`Coalescing::DEFAULT`],
+    /// adaptive; `COURIER_COALESCING`).
     /// `Coalescing::Off` turns coalescing off; actions marked
     /// `#[courier::action(coalescing = false)]` stay off until configured
     /// with [`coalesce_action`](Self::coalesce_action) or
@@ -886,6 +886,17 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn actions_are_adaptive_unless_configured_otherwise() {
+        // The variable would configure them (CI does not set it).
+        if std::env::var_os("COURIER_COALESCING").is_none() {
+            assert_eq!(Config::new().coalescing, Coalescing::DEFAULT);
+            assert!(matches!(Config::new().coalescing, Coalescing::Adaptive(_)));
+        }
+        let on = Config::new().coalescing("on".parse().unwrap());
+        assert!(matches!(on.coalescing, Coalescing::Count(_)));
+    }
 
     #[test]
     fn auto_binds_a_known_place_when_the_hosts_workers_fill_the_cpus() {
