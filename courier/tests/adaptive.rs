@@ -1,6 +1,13 @@
 //! Adaptive coalescing: every post runs exactly once while the tuners
 //! change the settings under load, over every transport, and what they
 //! set stays within the bounds given.
+//!
+//! The tests take turns (`common::take_turns`): what the tuners decide
+//! comes from what they measure (a message's cost α, rates, latencies),
+//! which the file's other tests running beside them on two cores move.
+//! Run side by side under CI, the bursts of 200 calls once left in half
+//! the parts their test expects, and a stream of a post every 50 µs was
+//! once turned off.
 
 mod common;
 
@@ -10,19 +17,6 @@ use std::time::Duration;
 
 use courier::{AdaptivePolicy, CallError, CallFuture, Coalescing, Config, CountPolicy, Runtime};
 use serde_bytes::ByteBuf;
-
-/// Held by each test of this file while it runs: they run one at a time.
-/// What the tuners decide comes from what they measure (a message's cost
-/// α, rates, latencies), which the other tests' threads and processes
-/// on two cores move: run side by side under CI, the bursts of 200 calls
-/// left in half the parts their test expects once, and a stream of a post
-/// every 50 µs was turned off once.
-fn measured_alone() -> std::sync::MutexGuard<'static, ()> {
-    static ALONE: Mutex<()> = Mutex::new(());
-    ALONE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// (run, locality, source, sequence number) of every `tally` that ran in
 /// this process (in-process localities share it).
@@ -163,14 +157,14 @@ fn exactly_once(config: Config, run: u64, per_phase: u64, window: Option<usize>)
 
 #[test]
 fn adaptive_exactly_once_inproc() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     // A window of 16 KiB: buffers of at most 4 KiB.
     exactly_once(common::inproc(3).workers(2), 1, 20_000, Some(16 << 10));
 }
 
 #[test]
 fn adaptive_exactly_once_tcp() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     exactly_once(common::tcp("adaptive_exactly_once_tcp", 2), 2, 20_000, None);
 }
 
@@ -178,14 +172,14 @@ fn adaptive_exactly_once_tcp() {
 #[cfg(feature = "mpi")]
 #[test]
 fn under_mpirun() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     common::mpirun(&["mpi_adaptive_exactly_once"], &[2]);
 }
 
 #[test]
 #[ignore = "an MPI case: run by under_mpirun"]
 fn mpi_adaptive_exactly_once() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     exactly_once(common::mpi(), 3, 20_000, None);
 }
 
@@ -209,7 +203,7 @@ async fn one_at_a_time(rt: &Runtime, peer: courier::LocalityId, ms: u64) -> u64 
 
 #[test]
 fn calls_awaited_one_at_a_time_are_not_delayed_and_posts_are() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
     courier::launch(config, |rt| async move {
         let peer = rt.locality(1);
@@ -246,7 +240,7 @@ fn calls_awaited_one_at_a_time_are_not_delayed_and_posts_are() {
 /// hold thousands).
 #[test]
 fn a_batch_issued_in_one_poll_is_awaited_together_while_it_is_issued() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     // A credit window of 16 KiB keeps a few hundred calls in flight.
     let config = common::inproc(2)
         .coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT))
@@ -323,7 +317,7 @@ fn split_bursts(policy: AdaptivePolicy) -> (f64, f64) {
 /// parts); `split=0` sends them whole, `split=50` in parts of 50.
 #[test]
 fn a_burst_of_awaited_calls_leaves_split_into_parts() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     let (bursts, parts) = split_bursts(AdaptivePolicy::DEFAULT);
     assert!(
         parts >= bursts / 2.0,
@@ -400,7 +394,7 @@ async fn drain(in_flight: InFlight) -> Result<(), CallError> {
 /// that delays them, more in flight still).
 #[test]
 fn calls_issued_one_at_a_time_are_awaited_alone_however_many_are_in_flight() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
     courier::launch(config, |rt| async move {
         let peer = rt.locality(1);
@@ -421,7 +415,7 @@ fn calls_issued_one_at_a_time_are_awaited_alone_however_many_are_in_flight() {
 /// fires), and a burst of calls gets its responses in few messages.
 #[test]
 fn responses_leave_with_the_run_of_calls_they_answer() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
     courier::launch(config, |rt| async move {
         let peer = rt.locality(1);
@@ -471,7 +465,7 @@ fn responses_leave_with_the_run_of_calls_they_answer() {
 /// burst.
 #[test]
 fn the_responses_to_a_run_after_a_pause_leave_together() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     let whole = AdaptivePolicy {
         split: Some(0),
         ..AdaptivePolicy::DEFAULT
@@ -553,7 +547,7 @@ async fn messages(rt: &Runtime, l: u32) -> (f64, f64) {
 /// through no buffer.
 #[test]
 fn a_burst_is_coalesced_where_an_adaptive_action_is_off() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
     courier::launch(config, |rt| async move {
         let peer = rt.locality(1);
@@ -625,7 +619,7 @@ fn hold_worker(ms: u64) {
 /// (`runtime/trains.rs`).
 #[test]
 fn calls_that_wait_together_for_a_busy_responder_are_answered_together() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     let config = common::inproc(2)
         .workers(1)
         .coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
@@ -697,7 +691,7 @@ fn coalescing_of_echo(peer: u32) -> bool {
 
 #[test]
 fn adaptive_parses_prints_and_checks_its_bounds() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     // Each text parses to its policy and prints back to it.
     for (text, policy) in [
         ("adaptive", AdaptivePolicy::DEFAULT),
@@ -759,7 +753,7 @@ async fn late_echo(x: u64) -> u64 {
 /// one after another.
 #[test]
 fn the_call_latency_counter_says_how_long_awaited_calls_take() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     let config = common::inproc(2).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
     courier::launch(config, |rt| async move {
         let peer = rt.locality(1);
@@ -791,7 +785,7 @@ fn noop(_x: u64) {}
 /// destination's Q; one tuner for both would give them one setting).
 #[test]
 fn each_destination_is_tuned_for_its_own_traffic() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     let config = common::inproc(3).coalescing(Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
     courier::launch(config, |rt| async move {
         let (fast, slow) = (rt.locality(1), rt.locality(2));
@@ -881,7 +875,7 @@ where
 /// RandomAccess's updates were cut by the timer all run long.
 #[test]
 fn a_localitys_own_parcels_follow_the_latest_decision() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     const GAP_US: u64 = 200;
     const POSTS: u64 = 100;
     // One worker: the task cannot resume on another worker, whose set
@@ -930,7 +924,7 @@ fn a_localitys_own_parcels_follow_the_latest_decision() {
 /// (or alone, when the sleep ran late), are tuned from the start count.
 #[test]
 fn posts_paced_by_a_sleep_are_tuned() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     assert_posts_are_tuned("20 µs apart", |rt, peer, first| async move {
         let sleep = || courier::sleep(Duration::from_micros(20));
         post_until_tuned(&rt, peer, first, sleep).await
@@ -941,7 +935,7 @@ fn posts_paced_by_a_sleep_are_tuned() {
 /// coalescing tuned meanwhile: the epochs end between its frames.
 #[test]
 fn a_task_that_never_yields_is_tuned_while_it_sends() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     assert_posts_are_tuned("20 µs apart in one poll", |rt, peer, first| async move {
         // A busy wait: only an epoch that ends inside this one poll can
         // change the setting.
@@ -958,7 +952,7 @@ fn a_task_that_never_yields_is_tuned_while_it_sends() {
 /// sends while the workers sleep, are tuned from the start count.
 #[test]
 fn posts_from_a_thread_off_the_workers_are_tuned() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     assert_posts_are_tuned("from a thread of its own", |rt, peer, first| async move {
         std::thread::spawn(move || {
             // The thread's own sleep, between posts made off the workers.
@@ -1020,7 +1014,7 @@ async fn keep_busy() {
 /// (`flush-answered`): parquet sent half its messages so.
 #[test]
 fn the_responses_to_calls_awaited_thousands_together_wait_for_company() {
-    let _alone = measured_alone();
+    let _turn = common::take_turns();
     const CALLS: u64 = 5_000;
     let config = common::inproc(2)
         .workers(1)

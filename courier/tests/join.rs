@@ -4,7 +4,7 @@
 //! costly children and inlines cheap ones.
 //!
 //! The join counters (and the tables of call sites) belong to the process, so
-//! the tests of this file take turns (`SERIAL`).
+//! the tests of this file take turns (`common::take_turns`).
 
 mod common;
 
@@ -13,9 +13,6 @@ use std::time::Duration;
 
 use courier::par::{self, Inlining};
 use courier::{BoxError, Runtime};
-use parking_lot::Mutex;
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Counts the calls of `fib` so that a closure run twice (or never) shows.
 fn fib(n: u64, calls: &AtomicU64) -> u64 {
@@ -81,7 +78,7 @@ fn with_inlining<T: Send + 'static>(
 
 #[test]
 fn results_and_calls_are_the_same_under_every_inlining() {
-    let _serial = SERIAL.lock();
+    let _turn = common::take_turns();
     let input: Vec<u64> = (0..20_000u64)
         .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40)
         .collect();
@@ -123,7 +120,7 @@ fn results_and_calls_are_the_same_under_every_inlining() {
 
 #[test]
 fn adaptive_inlining_forks_costly_children_and_inlines_cheap_ones() {
-    let _serial = SERIAL.lock();
+    let _turn = common::take_turns();
     let (cheap, costly): (u64, Vec<u64>) = with_inlining(Inlining::Adaptive, |rt| {
         let overhead = counter(&rt, "/par{locality#0/total}/time/task-overhead");
         let lambda = counter(&rt, "/par{locality#0/total}/parameter/lambda-min");
@@ -161,7 +158,7 @@ fn adaptive_inlining_forks_costly_children_and_inlines_cheap_ones() {
 
 #[test]
 fn deep_joins_that_grew_costly_fork_again_once_sampled() {
-    let _serial = SERIAL.lock();
+    let _turn = common::take_turns();
     // One worker: it runs every join, so its tables see every change (with
     // two, a worker that runs few of the costly joins at a depth spends
     // the untimed calls it was given on them over more runs).
@@ -204,7 +201,7 @@ fn deep_joins_that_grew_costly_fork_again_once_sampled() {
 
 #[test]
 fn a_panic_in_either_closure_reaches_the_caller_and_the_workers_go_on() {
-    let _serial = SERIAL.lock();
+    let _turn = common::take_turns();
     for inlining in [Inlining::Never, Inlining::Depth(0)] {
         let out = with_inlining(inlining, |_rt| {
             let in_b = std::panic::catch_unwind(|| par::join(|| 1, || -> u32 { panic!("in b") }));
@@ -237,7 +234,7 @@ fn join_outside_the_workers_runs_both_closures() {
 
 #[test]
 fn many_tasks_forking_at_once_lose_and_repeat_nothing() {
-    let _serial = SERIAL.lock();
+    let _turn = common::take_turns();
     let config = common::inproc(1).workers(2).inlining(Inlining::Never);
     let (sums, calls) = courier::launch(config, |rt| async move {
         let calls = std::sync::Arc::new(AtomicU64::new(0));
@@ -267,7 +264,7 @@ fn busy(us: u64) -> String {
 
 #[test]
 fn a_received_run_of_costly_calls_is_split_across_the_workers() {
-    let _serial = SERIAL.lock();
+    let _turn = common::take_turns();
     let setting = "count:num_parcels=16,interval_us=100000".parse().unwrap();
     let config = common::inproc(2)
         .workers(2)

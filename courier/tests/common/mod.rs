@@ -12,6 +12,17 @@ use std::time::Duration;
 
 use courier::{Config, TransportKind};
 
+/// Held by a test while it runs, so that the tests of its file that take
+/// it run one at a time (each file is a binary of its own, with its own
+/// turn): for tests that share process-wide state (`join.rs`'s counters)
+/// or whose outcome comes from what the runtime measures, which the
+/// file's other tests running beside them on two cores would move
+/// (`adaptive.rs`).
+pub fn take_turns() -> parking_lot::MutexGuard<'static, ()> {
+    static TURN: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+    TURN.lock()
+}
+
 /// The value of the counter called `name` among `values`.
 pub fn value(values: &[courier::counters::CounterValue], name: &str) -> f64 {
     values
