@@ -411,10 +411,7 @@ fn bad_settings_are_clear_errors() {
         // `record` keeps the default, adaptive; in force is its tuner's
         // start, the count policy with its defaults (a lone locality tunes
         // nothing).
-        assert_eq!(
-            rt.coalescing(record, rt.here()),
-            Coalescing::Count(CountPolicy::DEFAULT)
-        );
+        assert_eq!(rt.coalescing(record, rt.here()), Coalescing::ON);
         Ok(())
     })
     .unwrap();

@@ -1004,9 +1004,6 @@ mod tests {
     use super::*;
     use crate::aggregate::AdaptivePolicy;
 
-    /// The count policy with its defaults (`on`).
-    const ON: Coalescing = Coalescing::Count(CountPolicy::DEFAULT);
-
     /// The count policy in force, if the setting is one.
     fn count(setting: Coalescing) -> Option<CountPolicy> {
         match setting {
@@ -1081,7 +1078,7 @@ mod tests {
 
     #[test]
     fn it_settles_in_at_most_three_decisions_and_then_makes_none() {
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         let traffic = posts(3e6, 8.0);
         let decisions = run(&mut tuner, traffic, 0.0, 0.0, 50);
         assert!((1..=3).contains(&decisions.len()), "{decisions:?}");
@@ -1095,7 +1092,7 @@ mod tests {
 
     #[test]
     fn a_larger_setting_that_costs_more_is_reverted_and_a_tie_is_kept() {
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         // A cost that rises with n beyond the model's: what α missed is
         // a cost of large messages (cache misses in a receiver).
         let traffic = posts(3e6, 8.0);
@@ -1104,7 +1101,7 @@ mod tests {
         assert!(matches!(decisions[2].reason, Reason::Revert { .. }));
         assert_eq!(decisions[2].setting, decisions[0].setting);
         // A flat cost: the larger setting stays.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         let decisions = run_costing(&mut tuner, traffic, 20, |_, _| 30.0);
         assert_eq!(decisions.len(), 2, "{decisions:?}");
     }
@@ -1113,7 +1110,7 @@ mod tests {
     fn a_setting_is_judged_on_the_mean_of_several_epochs() {
         // A flat cost, ±40 % from one epoch to the next: one epoch of
         // each setting would often compare 18 ns with 42.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         let traffic = posts(3e6, 8.0);
         let decisions = run_costing(&mut tuner, traffic, 40, |i, _| {
             if i % 2 == 0 { 18.0 } else { 42.0 }
@@ -1126,13 +1123,13 @@ mod tests {
 
     #[test]
     fn posts_wait_the_longest_interval_and_awaited_calls_two_fill_times() {
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 10);
         let posts = count(tuner.in_force()).expect("posts are coalesced");
         assert_eq!(posts.interval_us, 10_000, "{posts:?}");
         // Awaited 5 together (κ = 0.2) at 5 M/s: √(2 · 5e-3 · 7000 / 0.2)
         // ≈ 19 a message, which fill in 4 µs: the shortest interval.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, awaited(5e6, 5.0), 0.0, 0.0, 10);
         let calls = count(tuner.in_force()).expect("calls are coalesced");
         assert_eq!(
@@ -1142,7 +1139,7 @@ mod tests {
         );
         // Calls awaited 1,000 together (κ = 0.001) tolerate delay too, but
         // keep twice the fill time: 1,000 at 1 M/s fill in 1 ms.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, awaited(1e6, 1000.0), 0.0, 0.0, 10);
         let batch = count(tuner.in_force()).expect("a batch is coalesced");
         assert!(batch.interval_us < 10_000, "{batch:?}");
@@ -1154,7 +1151,7 @@ mod tests {
     /// back.
     #[test]
     fn calls_awaited_thousands_together_let_their_responses_wait() {
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         assert!(!tuner.responses_wait(), "before the first phase");
         // 1 M rows of 1 KiB a second, awaited 32,768 together (parquet's):
         // 64 fill a buffer's 64 KiB in 64 µs, twice that is 128 µs.
@@ -1180,7 +1177,7 @@ mod tests {
             (awaited(5e4, 1.0), "calls awaited alone"),
             (posts(1e6, 8.0), "posts"),
         ] {
-            let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+            let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
             run(&mut tuner, traffic, 0.0, 0.0, 10);
             assert!(!tuner.responses_wait(), "{what}");
         }
@@ -1194,7 +1191,7 @@ mod tests {
     /// stream kept the start setting).
     #[test]
     fn a_trial_that_holds_four_times_as_much_at_a_like_count_is_made() {
-        let start = ON;
+        let start = Coalescing::ON;
         assert_eq!(count(start).map(|p| p.interval_us), Some(100));
         let mut tuner = Tuner::new(start, AdaptivePolicy::DEFAULT.into());
         let decisions = run(&mut tuner, posts(11e6, 8.0), 0.0, 0.0, 10);
@@ -1209,7 +1206,7 @@ mod tests {
 
     #[test]
     fn noisy_steady_traffic_makes_no_decision_once_settled() {
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         let traffic = posts(3e6, 8.0);
         let first = run(&mut tuner, traffic, 0.0, 0.0, 10);
         assert!(!first.is_empty());
@@ -1221,7 +1218,7 @@ mod tests {
 
     #[test]
     fn a_phase_change_is_followed_after_some_epochs_and_a_blip_is_not() {
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 10);
         let before = tuner.decisions();
         // One epoch at a tenth of the rate: no phase.
@@ -1276,7 +1273,7 @@ mod tests {
 
     #[test]
     fn a_first_epoch_that_caught_half_a_phase_does_not_make_a_second_phase() {
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         let full = posts(3e6, 8.0);
         let half = epoch(posts(1.2e6, 8.0), tuner.in_force(), 0.0, 0.0, 0);
         assert_eq!(
@@ -1299,7 +1296,7 @@ mod tests {
         // pulled up by the tail (whose rate the mean of all ten would
         // hold at twice the slowdown's, so that its next epochs looked
         // unlike it again).
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, posts(3.7e6, 8.0), 0.0, 0.0, 12);
         let tail = epoch(posts(1.6e6, 8.0), tuner.in_force(), 0.0, 0.0, 0);
         assert_eq!(tuner.observe(&tail, &MACHINE), None);
@@ -1318,7 +1315,7 @@ mod tests {
     fn a_change_of_the_calls_awaited_together_is_a_new_phase() {
         // Bursts of 500 at 92,000 calls a second, then a steady 50,000
         // awaited 5 together: less than 2× apart in rate, 100× in κ.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, awaited(9.2e4, 500.0), 0.0, 0.0, 20);
         let steady = run(
             &mut tuner,
@@ -1339,7 +1336,7 @@ mod tests {
     fn calls_that_slow_down_into_ones_sent_alone_are_a_new_phase_after_three_epochs() {
         // Bursts of 500 at 92,000 calls a second, then a steady 50,000
         // awaited 5 together (κ = 0.2): the model sends those off.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, awaited(9.2e4, 500.0), 0.0, 0.0, 20);
         assert_ne!(tuner.in_force(), Coalescing::Off);
         let steady = epoch(awaited(5e4, 5.0), tuner.in_force(), 0.0, 0.0, 0);
@@ -1351,7 +1348,7 @@ mod tests {
         assert_eq!(d.setting, Coalescing::Off);
         // A batch's tail (a tenth of its rate, still awaited many
         // together) waits for the ten epochs of a slowdown.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, awaited(6e6, 20_000.0), 0.0, 0.0, 20);
         let tail = epoch(awaited(6e5, 20_000.0), tuner.in_force(), 0.0, 0.0, 0);
         for _ in 1..CONFIRM_SLOWER_EPOCHS {
@@ -1366,7 +1363,7 @@ mod tests {
     /// them: the model's count for those is 20 (κ = 0.05), where the
     /// bursts' setting holds some 500 of them a buffer.
     fn bursts_then_steady() -> (Tuner, Coalescing, Traffic) {
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, awaited(1.86e5, 8000.0), 0.0, 0.0, 20);
         let bursts = tuner.in_force();
         let held = parcels_held(
@@ -1494,7 +1491,7 @@ mod tests {
 
     /// A tuner that turned coalescing off for calls awaited one at a time.
     fn off_for_lone_calls() -> Tuner {
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         run(&mut tuner, awaited(30_000.0, 1.0), 0.0, 0.0, 10);
         assert_eq!(tuner.in_force(), Coalescing::Off);
         tuner
@@ -1532,7 +1529,7 @@ mod tests {
             max_parcels: 100,
         };
         for (q, s) in [(1e8, 8.0), (1e8, 1000.0), (1e6, 64.0), (10.0, 8.0)] {
-            let mut tuner = Tuner::new(ON, bounds);
+            let mut tuner = Tuner::new(Coalescing::ON, bounds);
             for d in run(&mut tuner, posts(q, s), 0.0, 0.0, 20) {
                 d.setting.validate().expect("a valid setting");
                 if let Some(p) = count(d.setting) {
@@ -1549,7 +1546,7 @@ mod tests {
 
     #[test]
     fn a_lone_awaited_call_is_not_coalesced_and_nothing_larger_is_tried() {
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         let decisions = run(&mut tuner, awaited(20_000.0, 1.0), 0.0, 0.0, 30);
         assert_eq!(decisions.len(), 1, "{decisions:?}");
         assert_eq!(tuner.in_force(), Coalescing::Off);
@@ -1565,7 +1562,7 @@ mod tests {
                 max_bytes,
                 ..AdaptivePolicy::DEFAULT
             };
-            let mut tuner = Tuner::new(ON, bounds.into());
+            let mut tuner = Tuner::new(Coalescing::ON, bounds.into());
             let decisions = run(&mut tuner, traffic, 0.0, 0.0, 50);
             assert_eq!(decisions.len(), 1, "{decisions:?}");
             count(decisions[0].setting).map(|p| p.num_parcels)
@@ -1582,7 +1579,7 @@ mod tests {
         // 257 calls awaited together at 30,000/s: four parts, rounded up
         // to 65 calls (not 64, a count small enough for a trial of off),
         // and however slowly they come back, no trial of off.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         let decisions = run_timed(&mut tuner, awaited(3e4, 257.0), 50, latency(80.0, 300.0));
         assert_eq!(decisions.len(), 1, "{decisions:?}");
         assert_eq!(count(decisions[0].setting).map(|p| p.num_parcels), Some(65));
@@ -1594,7 +1591,7 @@ mod tests {
         // Awaited calls at 3 M/s whose overlap is not known (`together`
         // 0): not a burst, so the model's count (648, as for posts) gets
         // its trial of four times as many.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         let decisions = run(&mut tuner, awaited(3e6, 0.0), 0.0, 0.0, 50);
         assert!(
             matches!(decisions[0].reason, Reason::NewPhase { .. }),
@@ -1670,7 +1667,8 @@ mod tests {
         );
         // Declared latency-bound: √(2 · 0.003 · 7000 / 1) ≈ 6.5 parcels,
         // nothing larger tried.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into()).declared_kappa(Some(1.0));
+        let mut tuner =
+            Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into()).declared_kappa(Some(1.0));
         let decisions = run(&mut tuner, posts(3e6, 8.0), 0.0, 0.0, 50);
         assert_eq!(decisions.len(), 1, "{decisions:?}");
         assert_eq!(count(tuner.in_force()).map(|p| p.num_parcels), Some(6));
@@ -1712,7 +1710,7 @@ mod tests {
             max_bytes: 1 << 20,
             ..AdaptivePolicy::DEFAULT
         };
-        let mut tuner = Tuner::new(ON, bounds.into());
+        let mut tuner = Tuner::new(Coalescing::ON, bounds.into());
         run(&mut tuner, awaited(batch_rate, 400_000.0), 0.0, 0.0, 20);
         let first = epoch(first, tuner.in_force(), 0.0, 0.0, 0);
         let mut decisions: Vec<Decision> = tuner.observe(&first, &MACHINE).into_iter().collect();
@@ -1822,7 +1820,7 @@ mod tests {
         // 20 (κ = 0.05), a message a call takes 0.35 of a core at
         // α = 7 µs. They come back in 300 µs under it, 80 µs without.
         let traffic = awaited(5e4, 20.0);
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         let decisions = run_timed(&mut tuner, traffic, 30, latency(80.0, 300.0));
         assert_eq!(decisions.len(), 2, "{decisions:?}");
         assert_eq!(count(decisions[0].setting).map(|p| p.num_parcels), Some(20));
@@ -1834,7 +1832,7 @@ mod tests {
         // Steady: no decision however long it lasts.
         assert!(run_timed(&mut tuner, traffic, 200, latency(80.0, 300.0)).is_empty());
         // Within the tolerance, off stays too.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         let decisions = run_timed(&mut tuner, traffic, 50, latency(110.0, 100.0));
         assert_eq!(decisions.len(), 2, "{decisions:?}");
         assert_eq!(tuner.in_force(), Coalescing::Off);
@@ -1843,7 +1841,7 @@ mod tests {
     #[test]
     fn awaited_calls_that_come_back_later_without_coalescing_go_back_to_the_model() {
         let traffic = awaited(5e4, 20.0);
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         let decisions = run_timed(&mut tuner, traffic, 30, latency(400.0, 100.0));
         assert_eq!(decisions.len(), 3, "{decisions:?}");
         assert!(
@@ -1859,18 +1857,20 @@ mod tests {
     fn awaited_calls_the_model_would_pair_are_sent_alone_when_affordable() {
         // 50,000 calls a second awaited 5 together: κ = 0.2, √(2Qα/κ) =
         // 1.87 parcels a message, a message a call 0.35 of a core.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         let decisions = run_timed(&mut tuner, awaited(5e4, 5.0), 30, latency(80.0, 300.0));
         assert_eq!(decisions.len(), 1, "{decisions:?}");
         assert_eq!(tuner.in_force(), Coalescing::Off);
         // Posts declared as intolerant as that are paired: nobody waits
         // for them, a message each only costs.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into()).declared_kappa(Some(0.2));
+        let mut tuner =
+            Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into()).declared_kappa(Some(0.2));
         run(&mut tuner, posts(5e4, 16.0), 0.0, 0.0, 30);
         assert_eq!(count(tuner.in_force()).map(|p| p.num_parcels), Some(2));
         // Awaited calls at 200,000 a second (1.4 cores a message each),
         // whose count the model puts at 2 (κ = 0.8): paired.
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into()).declared_kappa(Some(0.8));
+        let mut tuner =
+            Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into()).declared_kappa(Some(0.8));
         run(&mut tuner, awaited(2e5, 1.0), 0.0, 0.0, 30);
         assert_eq!(count(tuner.in_force()).map(|p| p.num_parcels), Some(2));
     }
@@ -1878,7 +1878,7 @@ mod tests {
     #[test]
     fn no_trial_without_coalescing_for_large_counts_dear_messages_posts_or_no_latency() {
         let never_off = |traffic: Traffic, timed: bool| {
-            let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+            let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
             let decisions = if timed {
                 run_timed(&mut tuner, traffic, 50, latency(1.0, 1000.0))
             } else {
@@ -1904,7 +1904,7 @@ mod tests {
 
     #[test]
     fn quiet_epochs_are_skipped() {
-        let mut tuner = Tuner::new(ON, AdaptivePolicy::DEFAULT.into());
+        let mut tuner = Tuner::new(Coalescing::ON, AdaptivePolicy::DEFAULT.into());
         let mut e = epoch(posts(10.0, 8.0), tuner.in_force(), 0.0, 0.0, 0);
         e.parcels = MIN_PARCELS - 1;
         for _ in 0..10 {

@@ -72,14 +72,24 @@ impl Coalescing {
     /// its defaults (`on`), the default before it.
     ///
     /// ```
-    /// use courier::{AdaptivePolicy, Coalescing, CountPolicy};
+    /// use courier::{AdaptivePolicy, Coalescing};
     ///
     /// assert_eq!(Coalescing::DEFAULT, Coalescing::Adaptive(AdaptivePolicy::DEFAULT));
     /// assert_eq!(Coalescing::default(), Coalescing::DEFAULT);
     /// // The count policy with its defaults, the default before adaptive:
-    /// assert_eq!("on".parse::<Coalescing>(), Ok(Coalescing::Count(CountPolicy::DEFAULT)));
+    /// assert_eq!("on".parse::<Coalescing>(), Ok(Coalescing::ON));
     /// ```
     pub const DEFAULT: Coalescing = Coalescing::Adaptive(AdaptivePolicy::DEFAULT);
+
+    /// The count policy with its defaults ([`CountPolicy::DEFAULT`]), the
+    /// text form `on` or `count`: the default before adaptive.
+    ///
+    /// ```
+    /// use courier::{Coalescing, CountPolicy};
+    ///
+    /// assert_eq!(Coalescing::ON, Coalescing::Count(CountPolicy::DEFAULT));
+    /// ```
+    pub const ON: Coalescing = Coalescing::Count(CountPolicy::DEFAULT);
 }
 
 impl Default for Coalescing {
@@ -423,7 +433,7 @@ impl FromStr for Coalescing {
         }
         let coalescing = match kind {
             "off" | "none" if rest.is_empty() => Coalescing::Off,
-            "on" if rest.is_empty() => Coalescing::Count(CountPolicy::DEFAULT),
+            "on" if rest.is_empty() => Coalescing::ON,
             "count" => {
                 let mut p = CountPolicy::DEFAULT;
                 for pair in pairs {
@@ -725,6 +735,7 @@ mod tests {
         let count = Coalescing::Count(CountPolicy::DEFAULT);
         assert_eq!("count".parse::<Coalescing>(), Ok(count));
         assert_eq!("on".parse::<Coalescing>(), Ok(count));
+        assert_eq!(Coalescing::ON, count);
         assert_eq!("adaptive".parse::<Coalescing>(), Ok(Coalescing::default()));
         let err = |s: &str| s.parse::<Coalescing>().unwrap_err();
         assert!(err("count:num_parcels=0").contains("at least 1"));

@@ -267,10 +267,6 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aggregate::CountPolicy;
-
-    /// The count policy with its defaults (`on`).
-    const ON: Coalescing = Coalescing::Count(CountPolicy::DEFAULT);
 
     #[test]
     fn a_setting_the_program_sets_takes_back_the_responses_wait() {
@@ -281,7 +277,7 @@ mod tests {
         assert!(settings.set_responses_wait(0, two, true));
         assert!(!settings.set_responses_wait(0, two, true), "no change");
         // Pinned (the tuner's first traffic): kept.
-        settings.pin(0, one, ON);
+        settings.pin(0, one, Coalescing::ON);
         assert!(settings.responses_wait(0, one));
         settings.set(0, Some(one), Coalescing::Off);
         assert!(!settings.responses_wait(0, one) && settings.responses_wait(0, two));
@@ -297,7 +293,7 @@ mod tests {
                 ..AdaptivePolicy::DEFAULT
             })
         };
-        let settings = Settings::new([adaptive(None), ON]);
+        let settings = Settings::new([adaptive(None), Coalescing::ON]);
         assert_eq!(settings.split(0), Split::Model);
         assert_eq!(settings.split(1), Split::Whole, "not adaptive");
         settings.set(0, None, adaptive(Some(100)));
@@ -310,7 +306,7 @@ mod tests {
         settings.set(1, None, adaptive(None));
         assert_eq!(settings.split(1), Split::Model);
         // Another setting towards every destination ends the tuning.
-        settings.set(1, None, ON);
+        settings.set(1, None, Coalescing::ON);
         assert_eq!(settings.split(1), Split::Whole);
     }
 }
