@@ -4,10 +4,9 @@
 //!
 //! The tests take turns (`common::take_turns`): what the tuners decide
 //! comes from what they measure (a message's cost α, rates, latencies),
-//! which the file's other tests running beside them on two cores move.
-//! Run side by side under CI, the bursts of 200 calls once left in half
-//! the parts their test expects, and a stream of a post every 50 µs was
-//! once turned off.
+//! which the file's other tests running beside them on two cores move
+//! (in one of ten release runs side by side, a stream of a post every
+//! 50 µs was turned off).
 
 mod common;
 
@@ -315,7 +314,17 @@ fn split_bursts(policy: AdaptivePolicy) -> (f64, f64) {
 /// costs less than a call, of the fewest calls: 64), below the tuner's
 /// count for it (the burst: too few calls for the tuner's own four
 /// parts); `split=0` sends them whole, `split=50` in parts of 50.
+///
+/// A release build's: the model takes a call to cost `c` = 100 ns, a
+/// release build's figure, while α is measured. Unoptimized, a message
+/// in process measured 14–20 µs, so parts of √(200·2α/c) ≥ 200 calls:
+/// the model rightly sent most bursts of 200 whole (12–20 parts in 54–58
+/// bursts).
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "a release build's: the model's call cost c is an optimized call's"
+)]
 fn a_burst_of_awaited_calls_leaves_split_into_parts() {
     let _turn = common::take_turns();
     let (bursts, parts) = split_bursts(AdaptivePolicy::DEFAULT);
